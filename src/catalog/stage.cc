@@ -1,0 +1,1 @@
+// placeholder translation unit so the stage library links before its code lands

@@ -1,0 +1,83 @@
+// Subcommands whose capability has not landed yet. Each one has its real
+// options and help text, and says plainly that it is not available; it never
+// pretends to have done the work. Exit code 2.
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace npufuse::cli {
+namespace {
+
+Runner not_yet(std::string name, std::string what) {
+  return [name, what] {
+    fmt::print(stderr,
+               "npufuse {}: not available in this version: {}\n"
+               "Nothing was analysed or written.\n",
+               name, what);
+    return static_cast<int>(kUsage);
+  };
+}
+
+struct PendingOptions {
+  std::vector<std::string> paths;
+  std::string config, plan, out, format, lang;
+};
+
+}  // namespace
+
+Registered register_inspect(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("inspect", "Workflow step 1: module tree, dataflow and sub-chain inventory");
+  static PendingOptions o;
+  cmd->add_option("paths", o.paths, "Model files or directories")->required();
+  cmd->add_option("--config", o.config, "HF-style config.json binding the model's symbols");
+  cmd->add_option("--format", o.format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
+  return {cmd, not_yet("inspect", "the model-understanding stage (src/model/) is not built yet")};
+}
+
+Registered register_analyze(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("analyze", "Workflow steps 2-4: match, check and review fusion candidates");
+  static PendingOptions o;
+  cmd->add_option("paths", o.paths, "Model files or directories")->required();
+  cmd->add_option("--config", o.config, "HF-style config.json");
+  cmd->add_option("--format", o.format, "md, json or sarif");
+  cmd->add_option("--lang", o.lang, "en or zh");
+  cmd->add_option("-o", o.out, "Write the report to this file");
+  return {cmd, not_yet("analyze", "the fusion rules and the plan stage are not built yet")};
+}
+
+Registered register_apply(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("apply", "Workflow step 5: patch the model, candidate by candidate");
+  static PendingOptions o;
+  cmd->add_option("paths", o.paths, "Model files or directories")->required();
+  cmd->add_option("--plan", o.plan, "plan.json written by analyze");
+  cmd->add_option("--out", o.out, "Directory for patched copies");
+  return {cmd, not_yet("apply", "the rewrite stage is not built yet")};
+}
+
+Registered register_verify(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("verify", "Precision and performance check of original vs fused chains");
+  static PendingOptions o;
+  cmd->add_option("paths", o.paths, "Patched directory or plan")->required();
+  return {cmd, not_yet("verify", "the verifier is not built yet")};
+}
+
+}  // namespace npufuse::cli
+
+namespace npufuse::cli {
+
+Registered register_rules(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("rules", "List and show the fusion rules");
+  cmd->require_subcommand(1);
+  static std::string id;
+  auto* list = cmd->add_subcommand("list", "List the fusion rules");
+  auto* show = cmd->add_subcommand("show", "Show one rule");
+  show->add_option("id", id, "Rule id")->required();
+  (void)list;
+  return {cmd, not_yet("rules", "the fusion rules (rules/) are not built yet")};
+}
+
+}  // namespace npufuse::cli

@@ -1,0 +1,64 @@
+#include "util/file_io.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace npufuse {
+
+std::string read_file(const std::string& path, size_t limit) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw FileError(fmt::format("{}: is a directory, not a file", path));
+  if (!S_ISREG(st.st_mode)) throw FileError(fmt::format("{}: not a regular file", path));
+  if (limit != 0 && static_cast<size_t>(st.st_size) > limit)
+    throw FileError(fmt::format("{}: file is too large ({} bytes, limit {})", path, st.st_size, limit));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::string data;
+  data.resize(static_cast<size_t>(st.st_size));
+  size_t got = data.empty() ? 0 : std::fread(data.data(), 1, data.size(), f);
+  bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) throw FileError(fmt::format("{}: read error", path));
+  data.resize(got);
+  return data;
+}
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string tmpl = (dir / (".npufuse-tmp-" + target.filename().string() + ".XXXXXX")).string();
+  int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw FileError(fmt::format("{}: cannot create temporary file: {}", path, std::strerror(errno)));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw FileError(fmt::format("{}: write failed: {}", path, std::strerror(err)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmpl.c_str());
+    throw FileError(fmt::format("{}: cannot flush: {}", path, std::strerror(errno)));
+  }
+  if (std::rename(tmpl.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmpl.c_str());
+    throw FileError(fmt::format("{}: cannot replace: {}", path, std::strerror(err)));
+  }
+}
+
+}  // namespace npufuse
