@@ -31,6 +31,8 @@ class SourceFile {
   LineCol line_col(uint32_t offset) const;
   // Byte offset of the start of 1-based `line`.
   uint32_t line_start(int line) const;
+  // Number of lines, counting the empty line after a final line end (where
+  // CPython puts ENDMARKER), so every offset's line has a line_start().
   int line_count() const { return static_cast<int>(line_starts_.size()); }
 
  private:
