@@ -11,7 +11,8 @@ function(npufuse_embed_dir target dir glob symbol)
     COMMAND ${CMAKE_COMMAND} -DDIR=${dir} -DOUT=${_out} -DSYMBOL=${symbol}
             "-DFILES=${_files}" -P ${CMAKE_SOURCE_DIR}/cmake/EmbedGen.cmake
     DEPENDS ${_files} ${CMAKE_SOURCE_DIR}/cmake/EmbedGen.cmake
-    COMMENT "Embedding ${dir}")
+    COMMENT "Embedding ${dir}"
+    VERBATIM)
   add_library(${target} STATIC ${_out})
   target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)
 endfunction()
