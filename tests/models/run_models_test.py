@@ -8,7 +8,8 @@ Each tests/models/<name>/model.py provides:
                                 -> [B, S - prompt_len + 1, V]: the last-position
                                    logits of the prefill, then of each decode step
 and may set VARIANTS, a list of config overrides that are each run too
-(for example both attention paths of an MLA model).
+(for example both attention paths of an MLA model), and VARIANTS_AGREE = True
+when every variant must compute the same logits from the same weights.
 
 For every model and variant this checks that the logits are finite and shaped
 right, and that decoding through the cache reproduces the cache-free forward.
@@ -40,7 +41,8 @@ def vocab_size_of(config: dict) -> int:
     return int(config["vocab_size"])
 
 
-def check_variant(module, config: dict, label: str) -> list:
+def check_variant(module, config: dict, label: str):
+    """Returns (problems, full-forward logits)."""
     problems = []
     torch.manual_seed(0)
     model = module.from_config(config).eval()
@@ -58,7 +60,7 @@ def check_variant(module, config: dict, label: str) -> list:
     if not torch.isfinite(full).all() or not torch.isfinite(steps).all():
         problems.append(f"{label}: non-finite logits")
     if problems:
-        return problems
+        return problems, full
     if float(full.abs().max()) == 0.0:
         problems.append(f"{label}: logits are all zero, the check would be vacuous")
 
@@ -67,7 +69,7 @@ def check_variant(module, config: dict, label: str) -> list:
     if not diff <= TOLERANCE:
         per_step = (reference - steps).abs().amax(dim=(0, 2)).tolist()
         problems.append(f"{label}: cached decode differs from full forward by {diff:.3g} (per step {per_step})")
-    return problems
+    return problems, full
 
 
 def check_model(model_dir: Path) -> list:
@@ -92,11 +94,21 @@ def check_model(model_dir: Path) -> list:
 
     tiny = json.loads((model_dir / "config.tiny.json").read_text())
     variants = getattr(module, "VARIANTS", None) or [{}]
+    outputs = []
     for overrides in variants:
         label = name + ("" if not overrides else " " + json.dumps(overrides, sort_keys=True))
         started = time.perf_counter()
-        problems += check_variant(module, {**tiny, **overrides}, label)
+        variant_problems, full = check_variant(module, {**tiny, **overrides}, label)
+        problems += variant_problems
+        outputs.append((label, full))
         print(f"  {label}: {time.perf_counter() - started:.2f}s")
+
+    if getattr(module, "VARIANTS_AGREE", False) and not problems:
+        base_label, base = outputs[0]
+        for label, other in outputs[1:]:
+            diff = (base - other).abs().max().item()
+            if not diff <= TOLERANCE:
+                problems.append(f"{label} disagrees with {base_label} by {diff:.3g}")
     return problems
 
 
