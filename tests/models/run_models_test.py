@@ -19,6 +19,7 @@ import importlib.util
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -120,7 +121,10 @@ def main() -> int:
         return 1
     failures = []
     for model_dir in model_dirs:
-        failures += check_model(model_dir)
+        try:
+            failures += check_model(model_dir)
+        except Exception:  # one broken model must not hide the others
+            failures.append(f"{model_dir.name}: raised\n{traceback.format_exc()}")
     for line in failures:
         print("FAIL", line, file=sys.stderr)
     print(f"{len(model_dirs)} models, {len(failures)} failures")

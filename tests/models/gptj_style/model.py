@@ -79,7 +79,7 @@ class GPTJAttention(nn.Module):
         self.head_dim = self.embed_dim // self.num_attention_heads
         self.scale_attn = math.sqrt(self.head_dim)
         self.rotary_dim = config.rotary_dim
-        pos_embd_dim = self.rotary_dim or self.embed_dim
+        pos_embd_dim = self.rotary_dim or self.head_dim
         self.register_buffer("embed_positions", create_sinusoidal_positions(max_positions, pos_embd_dim), persistent=False)
 
         self.k_proj = nn.Linear(self.embed_dim, self.embed_dim, bias=False)
