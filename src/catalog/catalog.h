@@ -1,0 +1,45 @@
+#pragma once
+// The operator catalog: every catalog/<family>/<name>.toml plus the fact
+// vocabulary (facts.toml), loaded and cross-checked. It comes either from
+// the copy embedded in the binary or from a directory (--catalog DIR).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/diagnostics.h"
+#include "catalog/fact_vocabulary.h"
+#include "catalog/model.h"
+
+namespace npufuse::catalog {
+
+// One catalog file: its path relative to the catalog root ('/'-separated)
+// and its text.
+struct CatalogFile {
+  std::string path;
+  std::string text;
+};
+
+class Catalog {
+ public:
+  // `files` must contain facts.toml at the root. `display_root` prefixes
+  // paths in messages ("catalog" for the embedded copy, the directory
+  // otherwise). Throws CatalogError listing every error.
+  static Catalog load(const std::vector<CatalogFile>& files, const std::string& display_root);
+
+  const std::vector<Operator>& operators() const { return operators_; }  // sorted by name
+  const Operator* find(std::string_view name) const;
+  const FactVocabulary& facts() const { return facts_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  std::vector<Operator> operators_;
+  FactVocabulary facts_;
+  std::vector<std::string> warnings_;
+};
+
+// The files embedded at build time (needs the npufuse_catalog_data library).
+std::vector<CatalogFile> embedded_catalog_files();
+// Every *.toml under `dir`, recursively. Throws FileError when `dir` is not a directory.
+std::vector<CatalogFile> directory_catalog_files(const std::string& dir);
+
+}  // namespace npufuse::catalog

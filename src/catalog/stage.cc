@@ -1,1 +1,0 @@
-// placeholder translation unit so the stage library links before its code lands
