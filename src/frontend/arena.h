@@ -1,0 +1,96 @@
+#pragma once
+// Bump allocator for AST nodes: memory comes from large blocks and is released
+// all at once with the arena, so building a tree costs a pointer increment per
+// node and freeing it costs one free per block. Only trivially destructible
+// types may live here (nothing in an arena ever has its destructor run).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace npufuse::frontend {
+
+// A read-only view of `size` consecutive elements stored in an arena.
+template <class T>
+struct Span {
+  T* data = nullptr;
+  uint32_t size = 0;
+
+  T* begin() const { return data; }
+  T* end() const { return data + size; }
+  T& operator[](size_t i) const { return data[i]; }
+  bool empty() const { return size == 0; }
+};
+
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  Arena(Arena&& other) noexcept { *this = std::move(other); }
+  Arena& operator=(Arena&& other) noexcept {
+    if (this != &other) {
+      release();
+      blocks_ = std::move(other.blocks_);
+      cursor_ = other.cursor_;
+      limit_ = other.limit_;
+      other.blocks_.clear();
+      other.cursor_ = other.limit_ = nullptr;
+    }
+    return *this;
+  }
+  ~Arena() { release(); }
+
+  void* allocate(size_t bytes, size_t align) {
+    uintptr_t p = (reinterpret_cast<uintptr_t>(cursor_) + align - 1) & ~(uintptr_t)(align - 1);
+    if (p + bytes > reinterpret_cast<uintptr_t>(limit_)) {
+      grow(bytes + align);
+      p = (reinterpret_cast<uintptr_t>(cursor_) + align - 1) & ~(uintptr_t)(align - 1);
+    }
+    cursor_ = reinterpret_cast<char*>(p + bytes);
+    return reinterpret_cast<void*>(p);
+  }
+
+  template <class T, class... Args>
+  T* make(Args&&... args) {
+    static_assert(std::is_trivially_destructible_v<T>, "arena objects are never destroyed");
+    return new (allocate(sizeof(T), alignof(T))) T(std::forward<Args>(args)...);
+  }
+
+  // Copies `n` elements into the arena and returns the span over them.
+  template <class T>
+  Span<T> copy(const T* src, size_t n) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (n == 0) return {};
+    T* dst = static_cast<T*>(allocate(sizeof(T) * n, alignof(T)));
+    std::memcpy(static_cast<void*>(dst), src, sizeof(T) * n);
+    return {dst, static_cast<uint32_t>(n)};
+  }
+
+  size_t bytes_reserved() const { return blocks_.size() * kBlockSize; }
+
+ private:
+  static constexpr size_t kBlockSize = 256 * 1024;
+
+  void grow(size_t at_least) {
+    size_t size = at_least > kBlockSize ? at_least : kBlockSize;
+    char* block = static_cast<char*>(std::malloc(size));
+    if (!block) throw std::bad_alloc();
+    blocks_.push_back(block);
+    cursor_ = block;
+    limit_ = block + size;
+  }
+  void release() {
+    for (char* b : blocks_) std::free(b);
+    blocks_.clear();
+  }
+
+  std::vector<char*> blocks_;
+  char* cursor_ = nullptr;
+  char* limit_ = nullptr;
+};
+
+}  // namespace npufuse::frontend
