@@ -1,0 +1,271 @@
+"""The computation shared by FIA v1/v2, PFA and IFA once arguments are normalised.
+
+`AttentionCall` carries the already-renamed arguments; `run_attention` validates the
+documented constraints, walks the batches and returns (out, softmax_lse).
+"""
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from . import attention_layout as L
+from . import attention_mask as M
+from ._common import ConstraintError, as_int_list, f32, is_power_of_two, require
+
+
+@dataclass
+class AttentionCall:
+    op: str
+    query: torch.Tensor
+    key: torch.Tensor
+    value: torch.Tensor
+    num_heads: int = 1
+    num_kv_heads: int = 0
+    scale: float = 1.0
+    input_layout: str = "BSH"
+    sparse_mode: int = 0
+    pre_tokens: int = M.INT_MAX
+    next_tokens: int = M.INT_MAX
+    atten_mask: Optional[torch.Tensor] = None
+    pse_shift: Optional[torch.Tensor] = None
+    actual_q: Any = None
+    actual_kv: Any = None
+    block_table: Optional[torch.Tensor] = None
+    block_size: int = 0
+    query_rope: Optional[torch.Tensor] = None
+    key_rope: Optional[torch.Tensor] = None
+    learnable_sink: Optional[torch.Tensor] = None
+    want_lse: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def _attend(q, k, v, scale, allowed, pse=None, sink=None, q_rope=None, k_rope=None):
+    """softmax(scale * q k^T + pse) v for one batch; q (N, Sq, D), k/v (KV_N, Skv, D).
+
+    Rows with nothing to attend give zeros and lse = +inf.
+    """
+    group = q.shape[0] // k.shape[0]
+    k = k.repeat_interleave(group, dim=0)
+    v = v.repeat_interleave(group, dim=0)
+    scores = q @ k.transpose(-1, -2)
+    if q_rope is not None:
+        scores = scores + q_rope @ k_rope.repeat_interleave(group, dim=0).transpose(-1, -2)
+    scores = scores * scale
+    if pse is not None:
+        scores = scores + pse
+    scores = scores.masked_fill(~allowed.unsqueeze(0), float("-inf"))
+    row_max = scores.amax(dim=-1, keepdim=True)
+    if sink is not None:
+        row_max = torch.maximum(row_max, sink.reshape(-1, 1, 1))
+    empty = torch.isinf(row_max) & (row_max < 0)
+    row_max = torch.where(empty, torch.zeros_like(row_max), row_max)
+    p = torch.exp(scores - row_max)
+    denom = p.sum(dim=-1, keepdim=True)
+    if sink is not None:
+        denom = denom + torch.exp(sink.reshape(-1, 1, 1) - row_max)
+    safe = torch.where(denom == 0, torch.ones_like(denom), denom)
+    out = (p @ v) / safe
+    out = torch.where(denom == 0, torch.zeros_like(out), out)
+    lse = torch.where(denom == 0, torch.full_like(denom, float("inf")), torch.log(safe) + row_max)
+    return out, lse
+
+
+def _check_heads(c, q_heads, kv_heads):
+    op = c.op
+    require(c.num_heads >= 1, op, "num_heads must be >= 1")
+    require(q_heads == c.num_heads, op,
+            f"num_heads ({c.num_heads}) must equal the N axis of query ({q_heads})")
+    require(c.num_heads <= 256, op, "N must be <= 256")
+    require(c.num_heads % kv_heads == 0, op,
+            f"num_heads ({c.num_heads}) % num_key_value_heads ({kv_heads}) must be 0")
+    require(c.num_heads // kv_heads <= 64, op,
+            f"num_heads / num_key_value_heads must be <= 64 (got {c.num_heads // kv_heads})")
+
+
+def _check_mla(c, dq, q_heads, kv_heads, in_layout):
+    op = c.op
+    if (c.query_rope is None) != (c.key_rope is None):
+        raise ConstraintError(op, "query_rope and key_rope must both be given or both omitted")
+    if c.query_rope is None:
+        return
+    require(dq in (512, 128), op, f"with query_rope/key_rope, query D must be 512 or 128 (got {dq})")
+    require(c.query_rope.shape[-1] == 64 and c.key_rope.shape[-1] == 64, op,
+            "query_rope and key_rope D must be 64")
+    if dq == 512:
+        require(c.sparse_mode in (0, 3, 4), op, "MLA with D=512 supports sparse_mode 0, 3 or 4")
+        require(is_power_of_two(q_heads) and q_heads <= 128, op,
+                "MLA with D=512 needs query N in {1, 2, 4, ..., 128}")
+        require(kv_heads == 1, op, "MLA with D=512 needs key/value N = 1")
+        require(in_layout != "NTD", op, "MLA with D=512 does not support NTD input")
+        require(c.want_lse is False, op, "MLA with D=512 does not support softmax_lse")
+
+
+def _check_token_layout_dims(c, dq, dk, dv):
+    if c.query_rope is not None:
+        return
+    ok = (dq == dk == dv == 128) or (dq == dk == 192 and dv in (128, 192))
+    require(ok, c.op, f"with TND/NTD layouts, query/key/value D must all be 128, or query and key "
+                      f"192 with value 128 or 192 (got {dq}, {dk}, {dv})")
+
+
+def _check_paged(c, q_len):
+    op = c.op
+    require(c.actual_kv is not None, op, "PagedAttention (block_table) needs actual_seq_lengths_kv")
+    require(c.block_table.dim() == 2, op, "block_table must be 2-D (B, max blocks per sequence)")
+    bs = c.block_size
+    mla_or_tokens = c.query_rope is not None or L.is_token_layout(L.split_layout(op, c.input_layout)[0])
+    if mla_or_tokens:
+        require(bs % 16 == 0 and 0 < bs <= 1024, op,
+                f"block_size must be a multiple of 16 and <= 1024 (got {bs})")
+    elif q_len > 1:
+        require(bs % 128 == 0 and 128 <= bs <= 512, op,
+                f"with Q_S > 1, block_size must be a multiple of 128 in [128, 512] (got {bs})")
+    else:
+        require(bs % 16 == 0 and 0 < bs <= 512, op,
+                f"with Q_S = 1, block_size must be a multiple of 16 and <= 512 (got {bs})")
+
+
+def _sparse_setup(c, q_len_max):
+    """Decides the effective sparse mode and validates the mask for it."""
+    op = c.op
+    require(c.sparse_mode in (0, 1, 2, 3, 4), op,
+            f"sparse_mode must be 0, 1, 2, 3 or 4 (got {c.sparse_mode}); 5-8 are not supported")
+    incremental = q_len_max == 1 and c.query_rope is None
+    if incremental:
+        # The incremental path ignores sparse_mode and pre/next_tokens.
+        return 0, M.INT_MAX, M.INT_MAX, c.atten_mask if c.sparse_mode in (0, 1) else None
+    mode = c.sparse_mode
+    if mode in (2, 3, 4):
+        M.check_optimized_mask(op, mode, c.atten_mask)
+        return mode, c.pre_tokens, c.next_tokens, None
+    if mode == 1:
+        require(c.atten_mask is not None, op, "sparse_mode 1 (allMask) needs a full atten_mask")
+    return mode, c.pre_tokens, c.next_tokens, c.atten_mask
+
+
+def _batch_inputs(c, in_layout, q_heads, kv_heads):
+    """Per-batch float32 (N, s, D) lists for q, k, v, q_rope, k_rope plus geometry."""
+    op = c.op
+    q, k, v = c.query, c.key, c.value
+    paged = c.block_table is not None
+    if L.is_token_layout(in_layout):
+        total_q = q.shape[0] if in_layout == "TND" else q.shape[1]
+        q_bounds = L.cumulative_bounds(op, "actual_seq_lengths (query)", as_int_list(c.actual_q),
+                                       total_q)
+        batch = len(q_bounds)
+        qs = L.token_slices(q, in_layout, q_bounds)
+        qr = L.token_slices(c.query_rope, in_layout, q_bounds) if c.query_rope is not None else None
+        if paged:
+            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch,
+                                          c.block_table.shape[1] * c.block_size)
+        else:
+            total_kv = k.shape[0] if in_layout == "TND" else k.shape[1]
+            kv_bounds = L.cumulative_bounds(op, "actual_seq_lengths_kv",
+                                            as_int_list(c.actual_kv), total_kv)
+            require(len(kv_bounds) == batch, op,
+                    "actual_seq_lengths and actual_seq_lengths_kv must have the same length")
+        q_lens = [b - a for a, b in q_bounds]
+    else:
+        batch, q_seq = q.shape[0], (q.shape[2] if in_layout == "BNSD" else q.shape[1])
+        q4 = L.to_bnsd(q, in_layout, q_heads)
+        q_lens = L.per_batch_lengths(op, "actual_seq_lengths", c.actual_q, batch, q_seq)
+        qs = [q4[b, :, :q_lens[b]] for b in range(batch)]
+        qr = None
+        if c.query_rope is not None:
+            r4 = L.to_bnsd(c.query_rope, in_layout, q_heads)
+            qr = [r4[b, :, :q_lens[b]] for b in range(batch)]
+        if paged:
+            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch,
+                                          c.block_table.shape[1] * c.block_size)
+        else:
+            kv_seq = k.shape[2] if in_layout == "BNSD" else k.shape[1]
+            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch, kv_seq)
+    if paged:
+        require(c.block_table.shape[0] >= batch, op, "block_table rows must cover every batch")
+        kc = L.paged_cache_bnsd(op, k, kv_heads, c.block_size)
+        vc = L.paged_cache_bnsd(op, v, kv_heads, c.block_size)
+        rc = L.paged_cache_bnsd(op, c.key_rope, kv_heads, c.block_size) \
+            if c.key_rope is not None else None
+        ks = [L.gather_paged(kc, c.block_table, b, kv_lens[b]) for b in range(batch)]
+        vs = [L.gather_paged(vc, c.block_table, b, kv_lens[b]) for b in range(batch)]
+        krs = [L.gather_paged(rc, c.block_table, b, kv_lens[b]) for b in range(batch)] \
+            if rc is not None else None
+    elif L.is_token_layout(in_layout):
+        ks = L.token_slices(k, in_layout, kv_bounds)
+        vs = L.token_slices(v, in_layout, kv_bounds)
+        krs = L.token_slices(c.key_rope, in_layout, kv_bounds) if c.key_rope is not None else None
+        kv_lens = [b - a for a, b in kv_bounds]
+    else:
+        k4, v4 = L.to_bnsd(k, in_layout, kv_heads), L.to_bnsd(v, in_layout, kv_heads)
+        ks = [k4[b, :, :kv_lens[b]] for b in range(batch)]
+        vs = [v4[b, :, :kv_lens[b]] for b in range(batch)]
+        krs = None
+        if c.key_rope is not None:
+            r4 = L.to_bnsd(c.key_rope, in_layout, kv_heads)
+            krs = [r4[b, :, :kv_lens[b]] for b in range(batch)]
+    return batch, q_lens, kv_lens, qs, ks, vs, qr, krs
+
+
+def run_attention(c):
+    op = c.op
+    in_layout, out_layout = L.split_layout(op, c.input_layout)
+    q_heads, dq = L.heads_dim(op, c.query, in_layout, c.num_heads)
+    kv_heads = c.num_kv_heads or c.num_heads
+    paged = c.block_table is not None
+    if paged:
+        dk = L.paged_cache_bnsd(op, c.key, kv_heads, c.block_size).shape[-1]
+        dv = L.paged_cache_bnsd(op, c.value, kv_heads, c.block_size).shape[-1]
+        k_heads = kv_heads
+    else:
+        k_heads, dk = L.heads_dim(op, c.key, in_layout, kv_heads)
+        _, dv = L.heads_dim(op, c.value, in_layout, kv_heads)
+        require(k_heads == kv_heads, op,
+                f"key N ({k_heads}) must equal num_key_value_heads ({kv_heads})")
+    _check_heads(c, q_heads, kv_heads)
+    require(dq == dk, op, f"query D ({dq}) must equal key D ({dk})")
+    require(dq <= 512, op, f"D must be <= 512 (got {dq})")
+    _check_mla(c, dq, q_heads, kv_heads, in_layout)
+    if L.is_token_layout(in_layout):
+        _check_token_layout_dims(c, dq, dk, dv)
+    if c.learnable_sink is not None:
+        require(in_layout == "TND" or c.input_layout == "NTD_TND", op,
+                "learnable_sink is only supported with TND or NTD_TND layouts")
+        require(dv <= 128, op, "learnable_sink needs value D <= 128")
+
+    batch, q_lens, kv_lens, qs, ks, vs, qr, krs = _batch_inputs(c, in_layout, q_heads, kv_heads)
+    q_len_max = max(q_lens) if q_lens else 0
+    if paged:
+        _check_paged(c, q_len_max)
+    mode, pre, nxt, user_mask = _sparse_setup(c, q_len_max)
+    dense_q = not L.is_token_layout(in_layout)
+    q_dim = c.query.shape[2 if in_layout == "BNSD" else 1] if dense_q else q_len_max
+    kv_dim = max(kv_lens) if kv_lens else 0
+    if user_mask is not None:
+        M.check_full_mask(op, user_mask, batch, 1 if q_len_max == 1 else q_len_max,
+                          kv_dim if not dense_q or paged else kv_dim)
+    sink = f32(c.learnable_sink) if c.learnable_sink is not None else None
+
+    outs, lses = [], []
+    for b in range(batch):
+        sq, skv = q_lens[b], kv_lens[b]
+        masked = M.user_mask_rows(user_mask, b, sq, skv, q_len_max == 1) \
+            if user_mask is not None else None
+        allowed = M.allowed_positions(mode, sq, skv, pre, nxt, masked)
+        pse = None
+        if c.pse_shift is not None:
+            p = f32(c.pse_shift)
+            pse = p[b if p.shape[0] > 1 else 0, :, :sq, :skv]
+        o, lse = _attend(qs[b], ks[b], vs[b], c.scale, allowed, pse, sink,
+                         qr[b] if qr is not None else None, krs[b] if krs is not None else None)
+        outs.append(o)
+        lses.append(lse)
+
+    if dense_q:
+        out = L.assemble_dense(outs, batch, q_heads, q_dim, dv, out_layout)
+        lse_full = L.assemble_dense(lses, batch, q_heads, q_dim, 1, "BNSD")
+    else:
+        out = L.assemble_tokens(outs, out_layout)
+        lse_full = L.assemble_tokens(lses, "TND")
+    out = out.to(c.query.dtype)
+    lse = lse_full if c.want_lse else torch.zeros(1, dtype=torch.float32)
+    return out, lse
