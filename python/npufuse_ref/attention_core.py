@@ -219,9 +219,8 @@ def run_attention(c):
     else:
         k_heads, dk = L.heads_dim(op, c.key, in_layout, kv_heads)
         _, dv = L.heads_dim(op, c.value, in_layout, kv_heads)
-        require(k_heads == kv_heads, op,
-                f"key N ({k_heads}) must equal num_key_value_heads ({kv_heads})")
     _check_heads(c, q_heads, kv_heads)
+    require(k_heads == kv_heads, op, f"key N ({k_heads}) must equal num_key_value_heads ({kv_heads})")
     require(dq == dk, op, f"query D ({dq}) must equal key D ({dk})")
     require(dq <= 512, op, f"D must be <= 512 (got {dq})")
     _check_mla(c, dq, q_heads, kv_heads, in_layout)
