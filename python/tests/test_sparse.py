@@ -1,0 +1,118 @@
+"""Lightning indexer and sparse flash attention against direct gather + softmax."""
+import unittest
+
+import torch
+
+from npufuse_ref import sparse
+from tests import direct
+
+
+class LightningIndexer(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        self.q = torch.randn(1, 4, 8, 128)  # B, S1, N1, D
+        self.k = torch.randn(1, 6, 1, 128)
+        self.w = torch.randn(1, 4, 8)
+
+    def scores(self):
+        s = torch.relu(torch.einsum("bsnd,btd->bsnt", self.q.double(), self.k[:, :, 0].double()))
+        return (s * self.w.double().unsqueeze(-1)).sum(2)  # (B, S1, S2)
+
+    def test_causal_topk_with_padding(self):
+        idx, _ = sparse.npu_lightning_indexer(self.q, self.k, self.w, sparse_count=4)
+        self.assertEqual(tuple(idx.shape), (1, 4, 1, 4))
+        scores = self.scores()[0]
+        for i in range(4):
+            visible = 6 - 4 + i + 1
+            want = torch.argsort(-scores[i, :visible])[:4].tolist()
+            got = [v for v in idx[0, i, 0].tolist() if v >= 0]
+            self.assertEqual(got, want)
+            self.assertEqual(len(got), min(4, visible))
+
+    def test_return_values_and_mode0(self):
+        idx, vals = sparse.npu_lightning_indexer(self.q, self.k, self.w, sparse_count=6,
+                                                 sparse_mode=0, return_value=True)
+        scores = self.scores()[0]
+        for i in range(4):
+            torch.testing.assert_close(vals[0, i, 0].double(), scores[i][idx[0, i, 0].long()],
+                                       atol=1e-4, rtol=1e-5)
+
+    def test_constraints(self):
+        with self.assertRaisesRegex(ValueError, "128"):
+            sparse.npu_lightning_indexer(torch.randn(1, 1, 2, 64), torch.randn(1, 3, 1, 64),
+                                         torch.randn(1, 1, 2))
+        with self.assertRaisesRegex(ValueError, "N2 must be 1"):
+            sparse.npu_lightning_indexer(self.q, torch.randn(1, 6, 2, 128), self.w)
+        with self.assertRaisesRegex(ValueError, "sparse_count"):
+            sparse.npu_lightning_indexer(self.q, self.k, self.w, sparse_count=3000)
+
+
+class SparseFlashAttention(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(1)
+        self.n1, self.s1, self.s2 = 2, 3, 10
+        self.q = torch.randn(1, self.s1, self.n1, 512)
+        self.qr = torch.randn(1, self.s1, self.n1, 64)
+        self.kv = torch.randn(1, self.s2, 1, 512)
+        self.kr = torch.randn(1, self.s2, 1, 64)
+
+    def direct_rows(self, positions_per_row, scale):
+        out = []
+        for i, pos in enumerate(positions_per_row):
+            p = torch.tensor(pos)
+            qcat = torch.cat([self.q[0, i], self.qr[0, i]], -1).unsqueeze(1)  # (N1, 1, 576)
+            kcat = torch.cat([self.kv[0, p, 0], self.kr[0, p, 0]], -1).unsqueeze(0)
+            o, _ = direct.attention(qcat, kcat, self.kv[0, p, 0].unsqueeze(0), scale)
+            out.append(o[:, 0])
+        return torch.stack(out).float()
+
+    def test_token_sparse_causal(self):
+        idx = torch.tensor([[[9, 2, 4, -1]], [[1, 8, 0, -1]], [[3, 9, 5, 7]]], dtype=torch.int32)
+        out, smax, ssum = sparse.npu_sparse_flash_attention(
+            self.q, self.kv, self.kv, idx.unsqueeze(0), 0.04, query_rope=self.qr,
+            key_rope=self.kr, attention_mode=2, return_softmax_lse=True)
+        # right-down causal with S1=3, S2=10: row i sees positions <= 7 + i
+        want = self.direct_rows([[2, 4], [1, 8, 0], [3, 9, 5, 7]], 0.04)
+        torch.testing.assert_close(out[0], want, atol=1e-5, rtol=1e-5)
+        self.assertEqual(tuple(smax.shape), (1, 1, 3, 2))
+
+    def test_block_sparse_indices(self):
+        idx = torch.tensor([[[0, 3]], [[4, -1]], [[1, 2]]], dtype=torch.int32)
+        out = sparse.npu_sparse_flash_attention(
+            self.q, self.kv, self.kv, idx.unsqueeze(0), 0.04, query_rope=self.qr,
+            key_rope=self.kr, attention_mode=2, sparse_block_size=2, sparse_mode=0)[0]
+        want = self.direct_rows([[0, 1, 6, 7], [8, 9], [2, 3, 4, 5]], 0.04)
+        torch.testing.assert_close(out[0], want, atol=1e-5, rtol=1e-5)
+
+    def test_paged_kv(self):
+        cache = torch.zeros(2, 16, 1, 512)
+        rcache = torch.zeros(2, 16, 1, 64)
+        cache[1, :10] = self.kv[0]
+        rcache[1, :10] = self.kr[0]
+        idx = torch.tensor([[[0, 1]], [[5, -1]], [[9, 3]]], dtype=torch.int32).unsqueeze(0)
+        out = sparse.npu_sparse_flash_attention(
+            self.q, cache, cache, idx, 0.04, query_rope=self.qr, key_rope=rcache,
+            block_table=torch.tensor([[1]], dtype=torch.int32),
+            actual_seq_lengths_kv=torch.tensor([10], dtype=torch.int32), layout_kv="PA_BSND",
+            attention_mode=2)[0]
+        want = self.direct_rows([[0, 1], [5], [9, 3]], 0.04)
+        torch.testing.assert_close(out[0], want, atol=1e-5, rtol=1e-5)
+
+    def test_constraints(self):
+        idx = torch.zeros(1, 3, 1, 1, dtype=torch.int32)
+        with self.assertRaisesRegex(ValueError, "attention_mode"):
+            sparse.npu_sparse_flash_attention(self.q, self.kv, self.kv, idx, 1.0,
+                                              query_rope=self.qr, key_rope=self.kr)
+        q = torch.randn(1, 3, 2, 128)
+        kv = torch.randn(1, 10, 1, 128)
+        with self.assertRaisesRegex(ValueError, "512"):
+            sparse.npu_sparse_flash_attention(q, kv, kv, idx, 1.0, query_rope=self.qr,
+                                              key_rope=self.kr, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "power of 2"):
+            sparse.npu_sparse_flash_attention(self.q, self.kv, self.kv, idx, 1.0,
+                                              query_rope=self.qr, key_rope=self.kr,
+                                              attention_mode=2, sparse_block_size=3)
+
+
+if __name__ == "__main__":
+    unittest.main()
