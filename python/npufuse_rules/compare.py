@@ -1,0 +1,91 @@
+"""Numeric comparison of an original chain (reference) with its fused replacement.
+
+Per-dtype tolerances (documented in rules/README.md). An element passes when
+|candidate - reference| <= atol + rtol * |reference|; a tensor passes when every
+element passes and the cosine similarity is at least `cosine`.
+"""
+from dataclasses import dataclass
+
+import torch
+
+TOLERANCES = {
+    torch.float32: {"atol": 1e-5, "rtol": 1e-4, "cosine": 0.99999},
+    torch.float16: {"atol": 1e-3, "rtol": 1e-2, "cosine": 0.9995},
+    torch.bfloat16: {"atol": 1e-2, "rtol": 2e-2, "cosine": 0.999},
+    torch.int8: {"atol": 1, "rtol": 0, "cosine": 0.999},
+    torch.int32: {"atol": 0, "rtol": 0, "cosine": 1.0},
+    torch.int64: {"atol": 0, "rtol": 0, "cosine": 1.0},
+    torch.bool: {"atol": 0, "rtol": 0, "cosine": 1.0},
+}
+
+_NAMES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "int8": torch.int8, "int32": torch.int32, "int64": torch.int64, "bool": torch.bool}
+
+
+def tolerance_for(dtype, overrides=None):
+    """The table entry for dtype, updated with RULE["tolerance"][dtype name] when present."""
+    tol = dict(TOLERANCES.get(dtype, TOLERANCES[torch.float32]))
+    for name, value in (overrides or {}).items():
+        if _NAMES.get(name) == dtype:
+            tol.update(value)
+    return tol
+
+
+@dataclass
+class Comparison:
+    index: int
+    dtype: torch.dtype
+    max_abs: float
+    max_rel: float
+    cosine: float
+    ok: bool
+    why: str = ""
+
+    def describe(self):
+        return (f"output[{self.index}] {str(self.dtype).replace('torch.', '')}: "
+                f"max_abs={self.max_abs:.3e} max_rel={self.max_rel:.3e} "
+                f"cosine={self.cosine:.6f}{' ' + self.why if self.why else ''}")
+
+
+def flatten_outputs(value):
+    """A tensor, or nested tuples/lists of tensors (None entries dropped), as a flat list."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        out = []
+        for item in value:
+            out.extend(flatten_outputs(item))
+        return out
+    if value is None:
+        return []
+    raise TypeError(f"a rule function returned {type(value).__name__}, expected tensors")
+
+
+def _compare_one(index, ref, cand, overrides):
+    if tuple(ref.shape) != tuple(cand.shape):
+        return Comparison(index, ref.dtype, float("inf"), float("inf"), 0.0, False,
+                          f"shape {tuple(cand.shape)} != reference {tuple(ref.shape)}")
+    tol = tolerance_for(ref.dtype, overrides)
+    r, c = ref.double(), cand.double()
+    diff = (r - c).abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    max_rel = float((diff / (r.abs() + max(tol["atol"], 1e-12))).max()) if diff.numel() else 0.0
+    rn, cn = r.flatten(), c.flatten()
+    denom = float(rn.norm() * cn.norm())
+    if denom > 0:
+        cosine = float(rn @ cn) / denom
+    else:  # an all-zero side: identical only if both are zero
+        cosine = 1.0 if max_abs == 0.0 else 0.0
+    within = bool((diff <= tol["atol"] + tol["rtol"] * r.abs()).all())
+    ok = within and cosine >= tol["cosine"] and bool(torch.isfinite(c).all())
+    why = "" if ok else f"(tolerance atol={tol['atol']} rtol={tol['rtol']} cosine>={tol['cosine']})"
+    return Comparison(index, ref.dtype, max_abs, max_rel, cosine, ok, why)
+
+
+def compare_outputs(reference, candidate, overrides=None):
+    """Comparisons for each output position; a count mismatch is one failed Comparison."""
+    refs, cands = flatten_outputs(reference), flatten_outputs(candidate)
+    if len(refs) != len(cands):
+        return [Comparison(0, torch.float32, float("inf"), float("inf"), 0.0, False,
+                           f"{len(cands)} outputs, reference has {len(refs)}")]
+    return [_compare_one(i, r, c, overrides) for i, (r, c) in enumerate(zip(refs, cands))]

@@ -1,0 +1,104 @@
+"""Random inputs for a rule's search/replace pair, built from RULE["inputs"] and RULE["sizes"].
+
+An input spec is a dict:
+  shape  list of ints or size expressions ("S", "2 * I", "D // 2") over RULE["sizes"]
+  dtype  "act" (the dtype under test), "float32", "int64", "int32", "int8", "bool", or
+         "param" (a Python scalar/string passed as is: "value", or "expr" over the sizes)
+  init   randn (default) | uniform (low, high) | ones_noise | zeros | randint (low, high) |
+         arange | unique_randint (high: distinct values) | causal_mask_2048 |
+         causal_additive (float mask, 0 or a large negative above the causal diagonal)
+"""
+import ast
+import operator
+
+import torch
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+           "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "bool": torch.bool}
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow,
+           ast.Mod: operator.mod}
+
+
+def resolve_size(value, sizes):
+    """An int, or an arithmetic expression over the size names (no calls, no attributes)."""
+    if isinstance(value, (int, float)):
+        return value
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in sizes:
+                raise KeyError(f"size {node.id!r} is not in RULE['sizes']")
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        raise ValueError(f"unsupported size expression {value!r}")
+
+    return ev(ast.parse(str(value), mode="eval"))
+
+
+def _shape(spec, sizes):
+    return [int(resolve_size(v, sizes)) for v in spec.get("shape", [])]
+
+
+def _make(spec, sizes, act_dtype, gen):
+    kind = spec.get("dtype", "act")
+    if kind == "param":
+        return resolve_size(spec["expr"], sizes) if "expr" in spec else spec.get("value")
+    dtype = act_dtype if kind == "act" else _DTYPES[kind]
+    shape = _shape(spec, sizes)
+    init = spec.get("init", "randint" if not dtype.is_floating_point and dtype != torch.bool
+                    else "randn")
+    if init == "randn":
+        t = torch.randn(shape, generator=gen) * spec.get("scale", 1.0)
+    elif init == "uniform":
+        low, high = spec.get("low", -1.0), spec.get("high", 1.0)
+        t = torch.rand(shape, generator=gen) * (high - low) + low
+    elif init == "ones_noise":
+        t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
+    elif init == "zeros":
+        t = torch.zeros(shape)
+    elif init == "randint":
+        low = int(resolve_size(spec.get("low", 0), sizes))
+        high = int(resolve_size(spec.get("high", 2), sizes))
+        t = torch.randint(low, high, shape, generator=gen)
+    elif init == "arange":
+        n = 1
+        for s in shape:
+            n *= s
+        t = torch.arange(n).reshape(shape)
+    elif init == "unique_randint":
+        high = int(resolve_size(spec["high"], sizes))
+        n = 1
+        for s in shape:
+            n *= s
+        t = torch.randperm(high, generator=gen)[:n].reshape(shape)
+    elif init == "causal_mask_2048":
+        t = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+        return t
+    elif init == "causal_additive":
+        q_len, kv_len = shape[-2], shape[-1]
+        masked = torch.ones(q_len, kv_len, dtype=torch.bool).triu(diagonal=kv_len - q_len + 1)
+        t = torch.zeros(shape)
+        t = t.masked_fill(masked, torch.finfo(dtype).min if dtype.is_floating_point else 1)
+    else:
+        raise ValueError(f"unknown init {init!r}")
+    return t.to(dtype)
+
+
+def build_inputs(rule, act_dtype=torch.float32, seed=0):
+    """An ordered dict name -> value following RULE["inputs"] (dict order = parameter order)."""
+    gen = torch.Generator().manual_seed(seed)
+    sizes = rule.get("sizes", {})
+    return {name: _make(spec, sizes, act_dtype, gen) for name, spec in rule["inputs"].items()}
+
+
+def clone_inputs(inputs):
+    """Fresh copies so that in-place replacements (cache writes) never leak between runs."""
+    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
