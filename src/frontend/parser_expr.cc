@@ -41,18 +41,16 @@ bool Parser::starts_expression(const PTok& t) const {
   }
 }
 
-expr* Parser::make_tuple_from(size_t mark, const Node* first, const Node* last) {
+expr* Parser::make_tuple_from(size_t mark, const PTok& start) {
   auto* t = make_node<Tuple>();
   t->elts = exprs_.commit(mark, arena_);
   t->ctx = expr_context::Load;
-  set_start(t, first);
-  set_end(t, prev());
-  (void)last;
-  return t;
+  return finish(t, start);
 }
 
 // star_expressions: star_expression (',' star_expression)* [',']
 expr* Parser::parse_star_expressions() {
+  const PTok& start = tok();
   expr* first = parse_star_expression();
   if (!at_op(Op::Comma)) return first;
   size_t mark = exprs_.mark();
@@ -61,7 +59,7 @@ expr* Parser::parse_star_expressions() {
     if (!starts_expression(tok())) break;
     exprs_.push(parse_star_expression());
   }
-  return make_tuple_from(mark, first, nullptr);
+  return make_tuple_from(mark, start);
 }
 
 // star_expression: '*' bitwise_or | expression
@@ -105,6 +103,7 @@ expr* Parser::parse_named_expression() {
 // expression: disjunction 'if' disjunction 'else' expression | disjunction | lambdef
 expr* Parser::parse_expression() {
   if (at_kw(Kw::Lambda)) return parse_lambda();
+  const PTok& start = tok();
   expr* body = parse_disjunction();
   if (!at_kw(Kw::If)) return body;
   advance();
@@ -113,10 +112,11 @@ expr* Parser::parse_expression() {
   n->test = parse_disjunction();
   if (!accept_kw(Kw::Else)) error_at(tok(), "expected 'else' after 'if' expression");
   n->orelse = parse_expression();
-  return finish(n, body);
+  return finish(n, start);
 }
 
 expr* Parser::parse_disjunction() {
+  const PTok& start = tok();
   expr* first = parse_conjunction();
   if (!at_kw(Kw::Or)) return first;
   size_t mark = exprs_.mark();
@@ -125,10 +125,11 @@ expr* Parser::parse_disjunction() {
   auto* b = make_node<BoolOp>();
   b->op = boolop::Or;
   b->values = exprs_.commit(mark, arena_);
-  return finish(b, first);
+  return finish(b, start);
 }
 
 expr* Parser::parse_conjunction() {
+  const PTok& start = tok();
   expr* first = parse_inversion();
   if (!at_kw(Kw::And)) return first;
   size_t mark = exprs_.mark();
@@ -137,7 +138,7 @@ expr* Parser::parse_conjunction() {
   auto* b = make_node<BoolOp>();
   b->op = boolop::And;
   b->values = exprs_.commit(mark, arena_);
-  return finish(b, first);
+  return finish(b, start);
 }
 
 expr* Parser::parse_inversion() {
@@ -152,6 +153,7 @@ expr* Parser::parse_inversion() {
 }
 
 expr* Parser::parse_comparison() {
+  const PTok& start = tok();
   expr* left = parse_bitwise_or();
   size_t op_mark = cmpops_.mark(), expr_mark = exprs_.mark();
   for (;;) {
@@ -193,12 +195,13 @@ done:
   c->left = left;
   c->ops = cmpops_.commit(op_mark, arena_);
   c->comparators = exprs_.commit(expr_mark, arena_);
-  return finish(c, left);
+  return finish(c, start);
 }
 
 namespace {
 template <class Next>
 expr* binary_level(Parser& p, Next next, bool (*match)(const PTok&, operator_&)) {
+  const PTok& start = p.tok();
   expr* left = (p.*next)();
   operator_ op;
   while (match(p.tok(), op)) {
@@ -207,7 +210,7 @@ expr* binary_level(Parser& p, Next next, bool (*match)(const PTok&, operator_&))
     b->left = left;
     b->op = op;
     b->right = (p.*next)();
-    left = p.finish(b, left);
+    left = p.finish(b, start);
   }
   return left;
 }
@@ -279,6 +282,7 @@ expr* Parser::parse_factor() {
 }
 
 expr* Parser::parse_power() {
+  const PTok& start = tok();
   expr* base = parse_await_primary();
   if (!at_op(Op::DoubleStar)) return base;
   advance();
@@ -286,7 +290,7 @@ expr* Parser::parse_power() {
   b->left = base;
   b->op = operator_::Pow;
   b->right = parse_factor();
-  return finish(b, base);
+  return finish(b, start);
 }
 
 expr* Parser::parse_await_primary() {
@@ -299,9 +303,12 @@ expr* Parser::parse_await_primary() {
   return parse_primary();
 }
 
-expr* Parser::parse_primary() { return parse_trailers(parse_atom()); }
+expr* Parser::parse_primary() {
+  const PTok& start = tok();
+  return parse_trailers(parse_atom(), start);
+}
 
-expr* Parser::parse_trailers(expr* e) {
+expr* Parser::parse_trailers(expr* e, const PTok& start) {
   for (;;) {
     if (at_op(Op::Dot)) {
       advance();
@@ -309,9 +316,9 @@ expr* Parser::parse_trailers(expr* e) {
       a->value = e;
       a->attr = expect_name();
       a->ctx = expr_context::Load;
-      e = finish(a, e);
+      e = finish(a, start);
     } else if (at_op(Op::LPar)) {
-      e = parse_call(e);
+      e = parse_call(e, start);
     } else if (at_op(Op::LSqb)) {
       advance();
       auto* s = make_node<Subscript>();
@@ -319,20 +326,20 @@ expr* Parser::parse_trailers(expr* e) {
       s->slice = parse_slices();
       s->ctx = expr_context::Load;
       expect_op(Op::RSqb, "]");
-      e = finish(s, e);
+      e = finish(s, start);
     } else {
       return e;
     }
   }
 }
 
-expr* Parser::parse_call(expr* func) {
+expr* Parser::parse_call(expr* func, const PTok& start) {
   const PTok& open = advance();
   auto* c = make_node<Call>();
   c->func = func;
   expr* genexp = nullptr;
   parse_call_arguments(&c->args, &c->keywords, true, open, &genexp);
-  return finish(c, func);
+  return finish(c, start);
 }
 
 // args / kwargs of a call or class definition, consuming the closing ')'.
@@ -400,6 +407,7 @@ void Parser::parse_call_arguments(Span<expr*>* args, Span<keyword*>* keywords, b
 
 // slices: slice !',' | ','.(slice | starred_expression)+ [',']
 expr* Parser::parse_slices() {
+  const PTok& start = tok();
   expr* first = at_op(Op::Star) ? parse_star_expression() : parse_slice();
   if (!at_op(Op::Comma)) return first;
   size_t mark = exprs_.mark();
@@ -408,7 +416,7 @@ expr* Parser::parse_slices() {
     if (at_op(Op::RSqb)) break;
     exprs_.push(at_op(Op::Star) ? parse_star_expression() : parse_slice());
   }
-  return make_tuple_from(mark, first, nullptr);
+  return make_tuple_from(mark, start);
 }
 
 // slice: [expression] ':' [expression] [':' [expression]] | named_expression
@@ -704,6 +712,7 @@ Span<comprehension*> Parser::parse_comprehension_clauses() {
 
 // star_targets: star_target (',' star_target)* [','], converted to Store.
 expr* Parser::parse_star_targets() {
+  const PTok& start = tok();
   expr* first = parse_star_target();
   expr* result = first;
   if (at_op(Op::Comma)) {
@@ -713,7 +722,7 @@ expr* Parser::parse_star_targets() {
       if (!(at_kind(TokenKind::Name) || at_op(Op::LPar) || at_op(Op::LSqb) || at_op(Op::Star))) break;
       exprs_.push(parse_star_target());
     }
-    result = make_tuple_from(mark, first, nullptr);
+    result = make_tuple_from(mark, start);
   }
   set_store(result, false);
   return result;

@@ -183,7 +183,7 @@ class Parser {
   expr* parse_power();
   expr* parse_await_primary();
   expr* parse_primary();
-  expr* parse_trailers(expr* e);
+  expr* parse_trailers(expr* e, const PTok& start);
   expr* parse_atom();
   expr* parse_paren_atom();
   expr* parse_list_atom();
@@ -192,11 +192,11 @@ class Parser {
   expr* parse_yield_expr();
   expr* parse_slices();
   expr* parse_slice();
-  expr* parse_call(expr* func);
+  expr* parse_call(expr* func, const PTok& start);
   Span<comprehension*> parse_comprehension_clauses();
   expr* parse_star_targets();
   expr* parse_star_target();
-  expr* make_tuple_from(size_t mark, const Node* first, const Node* last);
+  expr* make_tuple_from(size_t mark, const PTok& start);
   void parse_call_arguments(Span<expr*>* args, Span<keyword*>* keywords, bool allow_genexp,
                             const PTok& open, expr** genexp_out);
   bool starts_expression(const PTok& t) const;

@@ -47,6 +47,7 @@ pattern* Parser::parse_star_or_pattern() {
 
 // pattern: or_pattern 'as' pattern_capture_target | or_pattern
 pattern* Parser::parse_pattern() {
+  const PTok& start = tok();
   pattern* p = parse_or_pattern();
   if (!at_kw(Kw::As)) return p;
   advance();
@@ -56,10 +57,11 @@ pattern* Parser::parse_pattern() {
   auto* a = make_node<MatchAs>();
   a->pattern = p;
   a->name = name;
-  return finish(a, p);
+  return finish(a, start);
 }
 
 pattern* Parser::parse_or_pattern() {
+  const PTok& start = tok();
   pattern* first = parse_closed_pattern();
   if (!at_op(Op::VBar)) return first;
   size_t mark = nodes_.mark();
@@ -67,7 +69,7 @@ pattern* Parser::parse_or_pattern() {
   while (accept_op(Op::VBar)) nodes_.push(parse_closed_pattern());
   auto* o = make_node<MatchOr>();
   o->patterns = commit_nodes<pattern>(mark);
-  return finish(o, first);
+  return finish(o, start);
 }
 
 // signed_number ['+'|'-' imaginary]: the literal of a value pattern.

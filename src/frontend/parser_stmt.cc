@@ -692,6 +692,7 @@ stmt* Parser::try_parse_match() {
   return attempt([&]() -> stmt* {
     const PTok& start = advance();  // match
     auto* m = make_node<Match>();
+    const PTok& subject_start = tok();
     expr* first = parse_star_named_expression();
     if (at_op(Op::Comma)) {
       size_t mark = exprs_.mark();
@@ -700,7 +701,7 @@ stmt* Parser::try_parse_match() {
         if (at_op(Op::Colon)) break;
         exprs_.push(parse_star_named_expression());
       }
-      first = make_tuple_from(mark, first, nullptr);
+      first = make_tuple_from(mark, subject_start);
     } else if (as<Starred>(first)) {
       invalid_syntax();
     }
