@@ -7,3 +7,11 @@ add_test(NAME models_run COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/mode
 # Every fusion rule under rules/: literal metadata, catalog references, fixtures, and
 # each search alternative against its torch_npu replacement (stand-in on CPU).
 add_test(NAME rules_numeric COMMAND /usr/bin/python3 -m unittest discover -s ${CMAKE_SOURCE_DIR}/python/tests -p "test_rules*.py" -t ${CMAKE_SOURCE_DIR}/python)
+
+# The parser against CPython: every .py file of the stdlib and of torch must
+# dump exactly like ast.dump (tests/conformance/exceptions.txt lists the known
+# differences), plus the hand-written 3.12/3.13 cases and rejected inputs.
+add_test(NAME parser_conformance
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.py
+                 --npufuse $<TARGET_FILE:npufuse>)
+set_tests_properties(parser_conformance PROPERTIES TIMEOUT 600)
