@@ -65,6 +65,9 @@ def _compare_one(index, ref, cand, overrides):
     if tuple(ref.shape) != tuple(cand.shape):
         return Comparison(index, ref.dtype, float("inf"), float("inf"), 0.0, False,
                           f"shape {tuple(cand.shape)} != reference {tuple(ref.shape)}")
+    if ref.dtype != cand.dtype:
+        return Comparison(index, ref.dtype, float("inf"), float("inf"), 0.0, False,
+                          f"dtype {cand.dtype} != reference {ref.dtype}")
     tol = tolerance_for(ref.dtype, overrides)
     r, c = ref.double(), cand.double()
     diff = (r - c).abs()
