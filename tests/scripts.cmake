@@ -15,3 +15,8 @@ add_test(NAME parser_conformance
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/conformance/run_conformance.py
                  --npufuse $<TARGET_FILE:npufuse>)
 set_tests_properties(parser_conformance PROPERTIES TIMEOUT 600)
+
+# CPU reference semantics of the torch_npu operators (python/npufuse_ref) against
+# direct torch formulations and the doc examples; also the stand-in torch_npu.
+add_test(NAME python_ref COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/python/tests/reference_suite.py)
+set_tests_properties(python_ref PROPERTIES TIMEOUT 120)

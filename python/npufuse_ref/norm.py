@@ -77,7 +77,7 @@ def _dynamic_quant_path(y, smooth, y_dtype):
 
 
 def npu_add_rms_norm_dynamic_quant(x1, x2, gamma, *, smooth_scale1=None, smooth_scale2=None,
-                                   beta=None, epsilon=1e-6, output_mask=None, y_dtype=None):
+                                   beta=None, epsilon=1e-6, output_mask=[], y_dtype=None):
     """Returns (y1, y2, x, scale1, scale2); a path switched off gives empty tensors."""
     axes = _norm_axes("npu_add_rms_norm_dynamic_quant", x1, gamma)
     x = f32(x1) + f32(x2)
