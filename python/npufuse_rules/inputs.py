@@ -2,10 +2,11 @@
 
 An input spec is a dict:
   shape  list of ints or size expressions ("S", "2 * I", "D // 2") over RULE["sizes"]
-  dtype  "act" (the dtype under test), "float32", "int64", "int32", "int8", "bool", or
+  dtype  "act" (the dtype under test), "float32", "complex64", "int64", "int32", "int8", "bool", or
          "param" (a Python scalar/string passed as is: "value", or "expr" over the sizes)
   init   randn (default) | uniform (low, high) | ones_noise | zeros | randint (low, high) |
          arange | unique_randint (high: distinct values) | causal_mask_2048 |
+         unit_complex (complex64 e^(i theta), a freqs_cis table) |
          causal_additive (float mask, 0 or a large negative above the causal diagonal)
 """
 import ast
@@ -13,7 +14,7 @@ import operator
 
 import torch
 
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+_DTYPES = {"complex64": torch.complex64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
            "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "bool": torch.bool}
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Pow: operator.pow,
@@ -62,6 +63,9 @@ def _make(spec, sizes, act_dtype, gen):
         t = torch.rand(shape, generator=gen) * (high - low) + low
     elif init == "ones_noise":
         t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
+    elif init == "unit_complex":  # e^(i*theta): a rotary frequency table (freqs_cis)
+        theta = (torch.rand(shape, generator=gen) * 2 - 1) * 3.141592653589793
+        return torch.polar(torch.ones(shape), theta).to(dtype)
     elif init == "zeros":
         t = torch.zeros(shape)
     elif init == "randint":

@@ -1,0 +1,104 @@
+"""De-interleave-then-rotate_half RoPE (HF DeepSeek MLA rope part) becomes `npu_interleave_rope`.
+
+What it does
+    Finds RoPE that first reorders the last axis to even-then-odd
+    (`view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)`) and then applies
+    half-mode RoPE with cos/sin of shape (B, 1, S, D). That is exactly what
+    `torch_npu.npu_interleave_rope(x, cos, sin)` computes, for D = 64.
+Why
+    The reorder is a strided copy of q and k per layer before the usual RoPE kernels;
+    the fused kernel does the reorder and the rotation in one pass. DeepSeek-V2/V3/R1 and
+    Kimi-K2 apply it to the 64-wide rope part of q and k in every MLA layer.
+Example
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+Use instead
+    q_embed = torch_npu.npu_interleave_rope(q, cos, sin)
+Fix safety
+    Safe when D = 64, cos/sin have N = 1 (shape (B, 1, S, 64)) and the dtype is float16
+    or bfloat16; other D keep the torch code or use npu_rotary_mul after the reorder.
+References
+    catalog/rope/npu_interleave_rope.toml; pitfalls.md 4.2, 4.3; reference_chains.md
+    module-attention-mla-absorb.
+"""
+import torch
+
+try:
+    import torch_npu
+except ImportError:  # no Ascend stack: python/npufuse_ref/standin.py provides a CPU stand-in
+    torch_npu = None
+
+RULE = {
+    "id": "rope.rope_deinterleave_half",
+    "title": "de-interleave + rotate_half RoPE (DeepSeek MLA rope part, D=64) -> npu_interleave_rope",
+    "module": "rope",
+    "apis": ["npu_interleave_rope"],
+    "stages": ["prefill", "decode"],
+    "safety": "safe",
+    "prerequisites": [],
+    "checks": ["npu_interleave_rope:*"],
+    "facts": {"rotary_mode": "interleave", "layout": "BNSD", "rope_dim": 64},
+    "inputs": {
+        "q": {"shape": ["B", "N", "S", "D"], "dtype": "act"},
+        "k": {"shape": ["B", "1", "S", "D"], "dtype": "act"},
+        "cos": {"shape": ["B", "1", "S", "D"], "dtype": "act", "init": "uniform"},
+        "sin": {"shape": ["B", "1", "S", "D"], "dtype": "act", "init": "uniform"},
+    },
+    "sizes": {"B": 2, "N": 4, "S": 5, "D": 64},
+    "dtypes": ["float32", "bfloat16"],
+    "near_misses": [
+        {"file": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py",
+         "reason": "no even/odd reorder before rotate_half: plain half-mode RoPE, see rope.rope_half"},
+    ],
+    "doc_zh": """先解交错再rotate_half的RoPE（HF DeepSeek MLA的rope部分）替换为npu_interleave_rope。
+
+功能
+    识别先把最后一维重排为偶数在前、奇数在后（view(b, h, s, d // 2, 2).transpose(4, 3)
+    .reshape(b, h, s, d)），再用形状为(B, 1, S, D)的cos/sin做half模式RoPE的写法。这正是
+    torch_npu.npu_interleave_rope(x, cos, sin)在D = 64时的计算。
+原因
+    重排是在常规RoPE内核之前对q、k做的一次跨步拷贝；融合内核一次完成重排和旋转。
+    DeepSeek-V2/V3/R1与Kimi-K2在每个MLA层对q、k的64维rope部分都这样做。
+示例
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    q_embed = (q * cos) + (rotate_half(q) * sin)
+替代写法
+    q_embed = torch_npu.npu_interleave_rope(q, cos, sin)
+修复安全性
+    在D = 64、cos/sin的N = 1（形状(B, 1, S, 64)）且类型为float16或bfloat16时安全；其他D保留
+    torch代码，或在重排后使用npu_rotary_mul。
+参考
+    catalog/rope/npu_interleave_rope.toml；pitfalls.md 4.2、4.3；reference_chains.md
+    module-attention-mla-absorb。
+""",
+}
+
+
+def search(q, k, cos, sin):
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    b, h, s, d = k.shape
+    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    q1, q2 = q[..., : d // 2], q[..., d // 2:]
+    k1, k2 = k[..., : d // 2], k[..., d // 2:]
+    q_embed = (q * cos) + (torch.cat((-q2, q1), dim=-1) * sin)
+    k_embed = (k * cos) + (torch.cat((-k2, k1), dim=-1) * sin)
+    return q_embed, k_embed
+
+
+def search_even_odd_cat(q, k, cos, sin):
+    q = torch.cat((q[..., 0::2], q[..., 1::2]), dim=-1)
+    k = torch.cat((k[..., 0::2], k[..., 1::2]), dim=-1)
+    qa, qb = q.chunk(2, dim=-1)
+    ka, kb = k.chunk(2, dim=-1)
+    return q * cos + torch.cat((-qb, qa), dim=-1) * sin, k * cos + torch.cat((-kb, ka), dim=-1) * sin
+
+
+def replace(q, k, cos, sin):
+    return torch_npu.npu_interleave_rope(q, cos, sin), torch_npu.npu_interleave_rope(k, cos, sin)
+
+
+def naive_half_without_reorder(q, k, cos, sin):
+    return torch_npu.npu_rotary_mul(q, cos, sin), torch_npu.npu_rotary_mul(k, cos, sin)
