@@ -240,8 +240,7 @@ def run_attention(c):
     q_dim = c.query.shape[2 if in_layout == "BNSD" else 1] if dense_q else q_len_max
     kv_dim = max(kv_lens) if kv_lens else 0
     if user_mask is not None:
-        M.check_full_mask(op, user_mask, batch, 1 if q_len_max == 1 else q_len_max,
-                          kv_dim if not dense_q or paged else kv_dim)
+        M.check_full_mask(op, user_mask, batch, q_len_max, kv_dim)
     sink = f32(c.learnable_sink) if c.learnable_sink is not None else None
 
     outs, lses = [], []

@@ -2,7 +2,6 @@
 
 The in-place forms modify their first tensor argument like the device does.
 """
-import torch
 
 from ._common import require, unsupported
 

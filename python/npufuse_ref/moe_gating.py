@@ -7,7 +7,7 @@ renormalisation on the sigmoid path. This reference follows the listing.
 """
 import torch
 
-from ._common import f32, require, unsupported
+from ._common import f32, require
 
 
 def npu_moe_gating_top_k_softmax(x, finished=None, k=1):

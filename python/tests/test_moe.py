@@ -265,6 +265,43 @@ class FinalizeAndChain(unittest.TestCase):
             moe.npu_moe_finalize_routing(expanded, None, s2, bias, scales, dst, expert)
 
 
+class FinalizeDropPad(unittest.TestCase):
+    def test_drop_pad_modes_read_e_c_h_rows_and_skip_dropped_pairs(self):
+        torch.manual_seed(8)
+        rows, k, e, c, h = 3, 2, 2, 2, 4
+        expanded = torch.randn(e, c, h)
+        flat = expanded.reshape(-1, h)
+        scales = torch.rand(rows, k)
+        expert = torch.tensor([[0, 1], [1, 0], [0, 1]], dtype=torch.int32)
+        # Row-major destinations (mode 3) into the flattened (E * C) slots: expert 0 owns
+        # slots 0-1, expert 1 slots 2-3; token 2's pairs found both experts full (-1).
+        dst_row_major = torch.tensor([0, 2, 3, 1, -1, -1], dtype=torch.int32)
+        out3 = moe.npu_moe_finalize_routing(expanded, None, None, None, scales, dst_row_major,
+                                            expert, drop_pad_mode=3)
+        want = torch.zeros(rows, h, dtype=torch.float64)
+        for i in range(rows):
+            for j in range(k):
+                d = int(dst_row_major[i * k + j])
+                if d >= 0:
+                    want[i] += float(scales[i, j]) * flat[d].double()
+        torch.testing.assert_close(out3.double(), want, atol=1e-5, rtol=1e-5)
+        col_major = dst_row_major.reshape(rows, k).t().reshape(-1).contiguous()
+        out1 = moe.npu_moe_finalize_routing(expanded, None, None, None, scales, col_major, expert,
+                                            drop_pad_mode=1)
+        torch.testing.assert_close(out1, out3)
+
+
+class ActiveNum(unittest.TestCase):
+    def test_active_num_caps_the_rows(self):
+        torch.manual_seed(9)
+        x = torch.randn(4, 8)
+        ids = torch.tensor([[2, 0], [1, 2], [3, 0], [0, 1]], dtype=torch.int32)
+        ex, erow, _, _ = moe.npu_moe_init_routing_v2(x, ids, expert_num=4, active_num=5)
+        order = pairs_by_expert(ids, 0, 4)
+        self.assertEqual(tuple(ex.shape), (5, 8))
+        torch.testing.assert_close(ex, x[[p // 2 for p in order[:5]]])
+
+
 class ReRouting(unittest.TestCase):
     def test_rank_major_to_expert_major(self):
         counts = torch.tensor([[1, 2], [2, 1]], dtype=torch.int32)  # 2 ranks x 2 local experts
