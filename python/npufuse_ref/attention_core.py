@@ -102,6 +102,9 @@ def _check_mla(c, dq, q_heads, kv_heads, in_layout):
 
 def _check_token_layout_dims(c, dq, dk, dv):
     if c.query_rope is not None:
+        if dq != 512:
+            require(dq == dk == dv == 128, c.op, "with TND/NTD layouts and rope inputs, query/key/"
+                                                 f"value D must all be 128 (got {dq}, {dk}, {dv})")
         return
     ok = (dq == dk == dv == 128) or (dq == dk == 192 and dv in (128, 192))
     require(ok, c.op, f"with TND/NTD layouts, query/key/value D must all be 128, or query and key "

@@ -3,6 +3,8 @@
 They are written from the documented formulas independently of npufuse_ref, in
 float64, so a test compares two separate derivations of the same maths.
 """
+import functools
+
 import torch
 
 
@@ -45,7 +47,9 @@ def band_right_down(sq, skv, pre, nxt):
     return keep.tril(diagonal=shift + nxt) & keep.triu(diagonal=shift - pre)
 
 
+@functools.lru_cache(maxsize=1)
 def optimized_mask():
+    """The compressed causal mask modes 2/3/4 take (shared; callers must not modify it)."""
     return torch.triu(torch.ones(2048, 2048), diagonal=1).bool()
 
 

@@ -259,6 +259,40 @@ class PagedAndActualLengths(unittest.TestCase):
         self.assertEqual(float(out[1, :, 2].abs().sum()), 0.0)
 
 
+class DecodeBranch(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(7)
+        self.q = torch.randn(2, 1, 4 * 16)  # BSH, Q_S = 1
+        self.k = torch.randn(2, 6, 2 * 16)
+        self.v = torch.randn(2, 6, 2 * 16)
+
+    def reference(self, allowed_rows=None):
+        q = self.q.reshape(2, 1, 4, 16).transpose(1, 2)
+        k = self.k.reshape(2, 6, 2, 16).transpose(1, 2)
+        v = self.v.reshape(2, 6, 2, 16).transpose(1, 2)
+        outs = []
+        for b in range(2):
+            allowed = allowed_rows[b].reshape(1, 6) if allowed_rows is not None else None
+            outs.append(direct.attention(q[b], k[b], v[b], 0.25, allowed)[0])
+        return torch.stack(outs).transpose(1, 2).reshape(2, 1, 64).float()
+
+    def test_batch_by_kv_mask_for_single_token_queries(self):
+        mask = torch.zeros(2, 6, dtype=torch.bool)
+        mask[0, 4:] = True
+        mask[1, :2] = True
+        out = fia(self.q, self.k, self.v, num_heads=4, num_key_value_heads=2, scale=0.25,
+                  atten_mask=mask)[0]
+        torch.testing.assert_close(out, self.reference(~mask), **TOL)
+        ifa = npu_incre_flash_attention(self.q, self.k, self.v, num_heads=4, num_key_value_heads=2,
+                                        scale_value=0.25, atten_mask=mask)
+        torch.testing.assert_close(ifa, out, **TOL)
+
+    def test_sparse_mode_is_ignored_for_single_token_queries(self):
+        out = fia(self.q, self.k, self.v, num_heads=4, num_key_value_heads=2, scale=0.25,
+                  sparse_mode=3, pre_tokens=1, next_tokens=0)[0]
+        torch.testing.assert_close(out, self.reference(), **TOL)
+
+
 class MlaAbsorb(unittest.TestCase):
     def test_mla_paged_decode_matches_concatenated_direct(self):
         torch.manual_seed(4)
@@ -283,6 +317,23 @@ class MlaAbsorb(unittest.TestCase):
             kcat = torch.cat([kv[b, :length], kr[b, :length]], -1).unsqueeze(0)
             ref, _ = direct.attention(qcat, kcat, kv[b, :length].unsqueeze(0), 0.05)
             torch.testing.assert_close(out[b, 0], ref[:, 0].float(), **TOL)
+
+    def test_rope_with_head_dim_128_in_tnd(self):
+        torch.manual_seed(8)
+        q, qr = torch.randn(5, 2, 128), torch.randn(5, 2, 64)
+        k, kr, v = torch.randn(7, 2, 128), torch.randn(7, 2, 64), torch.randn(7, 2, 128)
+        out = fia(q, k, v, query_rope=qr, key_rope=kr, num_heads=2, input_layout="TND", scale=0.1,
+                  actual_seq_lengths=[2, 5], actual_seq_lengths_kv=[3, 7], sparse_mode=3,
+                  atten_mask=direct.optimized_mask())[0]
+        for (qa, qb), (ka, kb) in (((0, 2), (0, 3)), ((2, 5), (3, 7))):
+            qcat = torch.cat([q[qa:qb], qr[qa:qb]], -1).transpose(0, 1)
+            kcat = torch.cat([k[ka:kb], kr[ka:kb]], -1).transpose(0, 1)
+            ref, _ = direct.attention(qcat, kcat, v[ka:kb].transpose(0, 1), 0.1,
+                                      direct.causal_right_down(qb - qa, kb - ka))
+            torch.testing.assert_close(out[qa:qb], ref.transpose(0, 1).float(), **TOL)
+        with self.assertRaisesRegex(ValueError, "all be 128"):
+            fia(q, k, v[..., :64], query_rope=qr, key_rope=kr, num_heads=2, input_layout="TND",
+                actual_seq_lengths=[2, 5], actual_seq_lengths_kv=[3, 7])
 
     def test_mla_constraints(self):
         q = torch.randn(1, 1, 4, 256)
