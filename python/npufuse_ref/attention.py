@@ -1,9 +1,12 @@
-"""Fused attention front ends: FIA v1/v2, PromptFlashAttention, IncreFlashAttention.
+"""Fused attention front ends: FIA v1/v2, PromptFlashAttention, IncreFlashAttention,
+npu_fusion_attention (training) and npu_scaled_masked_softmax.
 
 Each function renames its arguments into an AttentionCall and runs the shared core.
 Quantisation, KV fake-quantisation, left padding and shared prefixes are not modelled
 and raise NotImplementedError.
 """
+import torch
+
 from ._common import unsupported
 from .attention_core import AttentionCall, run_attention
 
@@ -122,3 +125,89 @@ def npu_incre_flash_attention(
         atten_mask=atten_mask, pse_shift=pse_shift, actual_kv=actual_seq_lengths,
         block_table=block_table, block_size=block_size)
     return run_attention(call)[0]
+
+
+def _trim_trailing_zero_batches(values):
+    """TND lengths may end in zeros for batches that take no part; drop them."""
+    if values is None:
+        return None
+    vals = [int(v) for v in (values.tolist() if hasattr(values, "tolist") else values)]
+    while len(vals) > 1 and vals[-1] == 0 and max(vals) > 0:
+        vals.pop()
+    return vals
+
+
+def npu_fusion_attention(query, key, value, head_num, input_layout, pse=None, padding_mask=None,
+                         atten_mask=None, scale=1., keep_prob=1., pre_tockens=2147483647,
+                         next_tockens=2147483647, inner_precise=0, prefix=None,
+                         actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
+                         gen_mask_parallel=True, sync=False, softmax_layout="", sink=None,
+                         dropout_mask=None, seed=0, offset=0):
+    """Training flash attention: softmax(mask(scale * (pse + Q K^T))) V.
+
+    Returns (attention_out, softmax_max, softmax_sum, reserved, seed, offset, mask_length).
+    softmax_max/sum are float32 (B, N, S, 8) (or (N, T, 8), (T, N, 8) with
+    softmax_layout "TND"), the row statistic repeated 8 times. Dropout (keep_prob < 1),
+    prefix modes 5-8 and per-head (B, N, S, S) masks are not modelled.
+    """
+    op = "npu_fusion_attention"
+    _reject(op, padding_mask=padding_mask, prefix=prefix, dropout_mask=dropout_mask)
+    if keep_prob != 1.0:
+        raise unsupported(op, "dropout (keep_prob < 1)")
+    if sparse_mode not in (0, 1, 2, 3, 4):
+        raise unsupported(op, f"sparse_mode {sparse_mode} (prefix / varlen-split modes)")
+    if atten_mask is not None and atten_mask.dim() == 4 and atten_mask.shape[1] > 1:
+        raise unsupported(op, "per-head (B, N, S, S) atten_mask")
+    layout = input_layout
+    q, k, v = query, key, value
+    if layout == "SBH":  # sequence-major: reuse the batch-major path
+        q, k, v = (t.transpose(0, 1) for t in (query, key, value))
+        layout = "BSH"
+    if layout == "BSH":
+        kv_heads = k.shape[-1] // (q.shape[-1] // head_num)
+    elif layout in ("BSND", "TND"):
+        kv_heads = k.shape[-2]
+    elif layout == "BNSD":
+        kv_heads = k.shape[1]
+    else:
+        raise ValueError(f"{op}: constraint violated: input_layout must be BSH, SBH, BSND, BNSD "
+                         f"or TND (got {input_layout!r})")
+    call = AttentionCall(
+        op=op, query=q, key=k, value=v, num_heads=head_num, num_kv_heads=kv_heads, scale=scale,
+        input_layout=layout, sparse_mode=sparse_mode, pre_tokens=pre_tockens,
+        next_tokens=next_tockens, atten_mask=atten_mask,
+        pse_shift=pse * scale if pse is not None else None,
+        actual_q=_trim_trailing_zero_batches(actual_seq_qlen),
+        actual_kv=_trim_trailing_zero_batches(actual_seq_kvlen), learnable_sink=sink,
+        training_limits=True)
+    out, _ = run_attention(call)
+    if input_layout == "SBH":
+        out = out.transpose(0, 1).contiguous()
+    smax, ssum = call.extra["softmax_max"], call.extra["softmax_sum"]
+    if layout == "TND" and softmax_layout == "TND":
+        smax, ssum = smax.transpose(0, 1), ssum.transpose(0, 1)
+    smax, ssum = smax.expand(*smax.shape[:-1], 8).contiguous(), ssum.expand(*ssum.shape[:-1], 8).contiguous()
+    reserved = torch.empty(0, dtype=query.dtype)
+    return out, smax, ssum, reserved, seed, offset, 0
+
+
+def npu_scaled_masked_softmax(x, mask, scale=1.0, fixed_triu_mask=False):
+    """softmax(x * scale with masked positions set to -10000) over the last axis.
+
+    x is (batch, heads, query length, key length); both lengths must be multiples of 32
+    in [32, 4096]. True in mask means masked. -10000 is the fill of the Megatron-style
+    kernel this op provides (a fully masked row becomes uniform, not NaN).
+    """
+    op = "npu_scaled_masked_softmax"
+    if fixed_triu_mask:
+        raise unsupported(op, "fixed_triu_mask=True")
+    if x.dim() != 4:
+        raise ValueError(f"{op}: constraint violated: x must be 4-D (N, C, H, W)")
+    for axis in (2, 3):
+        n = x.shape[axis]
+        if not (32 <= n <= 4096 and n % 32 == 0):
+            raise ValueError(f"{op}: constraint violated: the last two axes must be multiples "
+                             f"of 32 in [32, 4096] (got {tuple(x.shape)})")
+    scores = x.to(torch.float32) * scale
+    scores = scores.masked_fill(mask.bool(), -10000.0)
+    return torch.softmax(scores, dim=-1).to(x.dtype)

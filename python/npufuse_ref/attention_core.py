@@ -36,13 +36,17 @@ class AttentionCall:
     key_rope: Optional[torch.Tensor] = None
     learnable_sink: Optional[torch.Tensor] = None
     want_lse: bool = False
+    # npu_fusion_attention: D up to 768, Dq >= Dv, no GQA ratio cap, no TND head-dim
+    # table, sinks in any layout, and the softmax max/sum statistics come back.
+    training_limits: bool = False
     extra: dict = field(default_factory=dict)
 
 
 def _attend(q, k, v, scale, allowed, pse=None, sink=None, q_rope=None, k_rope=None):
     """softmax(scale * q k^T + pse) v for one batch; q (N, Sq, D), k/v (KV_N, Skv, D).
 
-    Rows with nothing to attend give zeros and lse = +inf.
+    Returns (out, lse, row_max, row_sum). Rows with nothing to attend give zeros and
+    lse = +inf.
     """
     group = q.shape[0] // k.shape[0]
     k = k.repeat_interleave(group, dim=0)
@@ -67,7 +71,7 @@ def _attend(q, k, v, scale, allowed, pse=None, sink=None, q_rope=None, k_rope=No
     out = (p @ v) / safe
     out = torch.where(denom == 0, torch.zeros_like(out), out)
     lse = torch.where(denom == 0, torch.full_like(denom, float("inf")), torch.log(safe) + row_max)
-    return out, lse
+    return out, lse, row_max, denom
 
 
 def _check_heads(c, q_heads, kv_heads):
@@ -78,8 +82,9 @@ def _check_heads(c, q_heads, kv_heads):
     require(c.num_heads <= 256, op, "N must be <= 256")
     require(c.num_heads % kv_heads == 0, op,
             f"num_heads ({c.num_heads}) % num_key_value_heads ({kv_heads}) must be 0")
-    require(c.num_heads // kv_heads <= 64, op,
-            f"num_heads / num_key_value_heads must be <= 64 (got {c.num_heads // kv_heads})")
+    if not c.training_limits:
+        require(c.num_heads // kv_heads <= 64, op,
+                f"num_heads / num_key_value_heads must be <= 64 (got {c.num_heads // kv_heads})")
 
 
 def _check_mla(c, dq, q_heads, kv_heads, in_layout):
@@ -133,7 +138,7 @@ def _sparse_setup(c, q_len_max):
     op = c.op
     require(c.sparse_mode in (0, 1, 2, 3, 4), op,
             f"sparse_mode must be 0, 1, 2, 3 or 4 (got {c.sparse_mode}); 5-8 are not supported")
-    incremental = q_len_max == 1 and c.query_rope is None
+    incremental = q_len_max == 1 and c.query_rope is None and not c.training_limits
     if incremental:
         # The incremental path ignores sparse_mode and pre/next_tokens.
         return 0, M.INT_MAX, M.INT_MAX, c.atten_mask if c.sparse_mode in (0, 1) else None
@@ -225,11 +230,14 @@ def run_attention(c):
     _check_heads(c, q_heads, kv_heads)
     require(k_heads == kv_heads, op, f"key N ({k_heads}) must equal num_key_value_heads ({kv_heads})")
     require(dq == dk, op, f"query D ({dq}) must equal key D ({dk})")
-    require(dq <= 512, op, f"D must be <= 512 (got {dq})")
-    _check_mla(c, dq, q_heads, kv_heads, in_layout)
-    if L.is_token_layout(in_layout):
-        _check_token_layout_dims(c, dq, dk, dv)
-    if c.learnable_sink is not None:
+    if c.training_limits:
+        require(1 <= dq <= 768 and dk >= dv, op, f"D must lie in [1, 768] with Dk >= Dv (got {dq}, {dv})")
+    else:
+        require(dq <= 512, op, f"D must be <= 512 (got {dq})")
+        _check_mla(c, dq, q_heads, kv_heads, in_layout)
+        if L.is_token_layout(in_layout):
+            _check_token_layout_dims(c, dq, dk, dv)
+    if c.learnable_sink is not None and not c.training_limits:
         require(in_layout == "TND" or c.input_layout == "NTD_TND", op,
                 "learnable_sink is only supported with TND or NTD_TND layouts")
         require(dv <= 128, op, "learnable_sink needs value D <= 128")
@@ -246,7 +254,7 @@ def run_attention(c):
         M.check_full_mask(op, user_mask, batch, q_len_max, kv_dim)
     sink = f32(c.learnable_sink) if c.learnable_sink is not None else None
 
-    outs, lses = [], []
+    outs, lses, maxes, sums = [], [], [], []
     for b in range(batch):
         sq, skv = q_lens[b], kv_lens[b]
         masked = M.user_mask_rows(user_mask, b, sq, skv, q_len_max == 1) \
@@ -256,10 +264,13 @@ def run_attention(c):
         if c.pse_shift is not None:
             p = f32(c.pse_shift)
             pse = p[b if p.shape[0] > 1 else 0, :, :sq, :skv]
-        o, lse = _attend(qs[b], ks[b], vs[b], c.scale, allowed, pse, sink,
-                         qr[b] if qr is not None else None, krs[b] if krs is not None else None)
+        o, lse, row_max, row_sum = _attend(
+            qs[b], ks[b], vs[b], c.scale, allowed, pse, sink,
+            qr[b] if qr is not None else None, krs[b] if krs is not None else None)
         outs.append(o)
         lses.append(lse)
+        maxes.append(row_max)
+        sums.append(row_sum)
 
     if dense_q:
         out = L.assemble_dense(outs, batch, q_heads, q_dim, dv, out_layout)
@@ -267,6 +278,13 @@ def run_attention(c):
     else:
         out = L.assemble_tokens(outs, out_layout)
         lse_full = L.assemble_tokens(lses, "TND")
+    if c.training_limits:
+        if dense_q:
+            c.extra["softmax_max"] = L.assemble_dense(maxes, batch, q_heads, q_dim, 1, "BNSD")
+            c.extra["softmax_sum"] = L.assemble_dense(sums, batch, q_heads, q_dim, 1, "BNSD")
+        else:
+            c.extra["softmax_max"] = L.assemble_tokens(maxes, "NTD")
+            c.extra["softmax_sum"] = L.assemble_tokens(sums, "NTD")
     out = out.to(c.query.dtype)
     lse = lse_full if c.want_lse else torch.zeros(1, dtype=torch.float32)
     return out, lse
