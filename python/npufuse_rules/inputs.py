@@ -7,7 +7,8 @@ An input spec is a dict:
   init   randn (default) | uniform (low, high) | ones_noise | zeros | randint (low, high) |
          arange | unique_randint (high: distinct values) | causal_mask_2048 |
          unit_complex (complex64 e^(i theta), a freqs_cis table) |
-         causal_additive (float mask, 0 or a large negative above the causal diagonal)
+         causal_additive (float mask, 0 or a large negative above the causal diagonal) |
+         sliding_additive (causal_additive that also masks keys `window` or more back)
 """
 import ast
 import operator
@@ -91,6 +92,13 @@ def _make(spec, sizes, act_dtype, gen):
         masked = torch.ones(q_len, kv_len, dtype=torch.bool).triu(diagonal=kv_len - q_len + 1)
         t = torch.zeros(shape)
         t = t.masked_fill(masked, torch.finfo(dtype).min if dtype.is_floating_point else 1)
+    elif init == "sliding_additive":  # causal and at most `window` keys back (self included)
+        q_len, kv_len = shape[-2], shape[-1]
+        window = int(resolve_size(spec["window"], sizes))
+        i = torch.arange(q_len).unsqueeze(1) + (kv_len - q_len)
+        j = torch.arange(kv_len).unsqueeze(0)
+        masked = (j > i) | (i - j >= window)
+        t = torch.zeros(shape).masked_fill(masked, torch.finfo(dtype).min)
     else:
         raise ValueError(f"unknown init {init!r}")
     return t.to(dtype)

@@ -1,0 +1,178 @@
+"""Eager or SDPA causal attention in prefill becomes `npu_fused_infer_attention_score` with sparse_mode=3.
+
+What it does
+    Finds the attention core of a prefill pass: optional `repeat_kv` for GQA, then
+    `softmax(Q Kᵀ * scale + causal_mask) V` (HF eager attention), or
+    `F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)`, or the
+    flash-attention dispatch that wraps them. It proposes one
+    `torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N,
+    num_key_value_heads=KVN, input_layout='BNSD', scale=scale,
+    atten_mask=mask_2048, sparse_mode=3)[0]` on the un-repeated K/V.
+Why
+    Eager attention materialises the (B, N, S, S) score matrix in HBM two or three
+    times (scores, masked scores, probabilities) and repeats K/V for every query group.
+    The fused kernel tiles over the sequence with the softmax on chip and reads the
+    shared K/V heads directly: memory goes from O(S²) to O(S).
+Example
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(value, module.num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    attn_weights = attn_weights + causal_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2)
+Use instead
+    attn_output = torch_npu.npu_fused_infer_attention_score(
+        query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
+        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
+Fix safety
+    Needs prerequisites: the compressed causal mask is a (2048, 2048) bool buffer
+    (`triu(ones, 1)`, True = masked) created once; a full S x S mask with sparse_mode=0
+    is a documented silent-error trap (pitfalls 1.3, 1.5). Pass `scale` explicitly: its
+    default is 1.0, not head_dim^-0.5. Checked: N % KVN == 0 and N/KVN <= 64 on the
+    per-rank heads after TP, head_dim per layout (BNSD here; TND only 64/128/192),
+    dtype float16/bfloat16. Padding masks (left-padded batches) are not causal-only: they
+    need actual_seq_lengths or stay eager.
+References
+    catalog/attention/npu_fused_infer_attention_score.toml; pitfalls.md 1.1, 1.3, 1.5,
+    1.6; reference_chains.md module-attention-gqa.
+"""
+import torch
+import torch.nn.functional as F
+
+try:
+    import torch_npu
+except ImportError:  # no Ascend stack: python/npufuse_ref/standin.py provides a CPU stand-in
+    torch_npu = None
+
+RULE = {
+    "id": "attention.fia_prefill",
+    "title": "causal eager/SDPA attention (prefill, GQA via repeat_kv) -> FIA sparse_mode=3 with the 2048x2048 mask",
+    "module": "attention",
+    "apis": ["npu_fused_infer_attention_score"],
+    "stages": ["prefill"],
+    "safety": "needs_prerequisites",
+    "prerequisites": [
+        {"id": "causal_mask_2048",
+         "en": "Create the compressed causal mask once: torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1) as a buffer.",
+         "zh": "一次性创建压缩因果掩码缓冲区：torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)。",
+         "mechanical": True},
+    ],
+    "checks": [
+        "npu_fused_infer_attention_score:query_dtype",
+        "npu_fused_infer_attention_score:gqa_heads_divisible",
+        "npu_fused_infer_attention_score:gqa_ratio_le_64",
+        "npu_fused_infer_attention_score:layout_supported",
+        "npu_fused_infer_attention_score:prefill_batch_le_65536",
+        "npu_fused_infer_attention_score:prefill_heads_le_256",
+        "npu_fused_infer_attention_score:prefill_head_dim_le_512",
+        "npu_fused_infer_attention_score:prefill_head_dim_multiple_16",
+        "npu_fused_infer_attention_score:prefill_seq_le_20m",
+        "npu_fused_infer_attention_score:causal_use_compressed_mask",
+        "npu_fused_infer_attention_score:non_causal_avoid_tnd",
+        "npu_fused_infer_attention_score:tnd_head_dims",
+        "npu_fused_infer_attention_score:no_learnable_sink"
+    ],
+    "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 3, "causal": True},
+    "hints": {"class_names": ["Attention", "LlamaAttention", "Qwen2Attention", "Qwen3Attention"]},
+    "inputs": {
+        "query": {"shape": ["B", "N", "S", "D"], "dtype": "act"},
+        "key": {"shape": ["B", "KVN", "S", "D"], "dtype": "act"},
+        "value": {"shape": ["B", "KVN", "S", "D"], "dtype": "act"},
+        "attention_mask": {"shape": ["B", 1, "S", "S"], "dtype": "act", "init": "causal_additive"},
+        "scaling": {"dtype": "param", "expr": "D ** -0.5"},
+        "n_rep": {"dtype": "param", "expr": "N // KVN"},
+    },
+    "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 9, "D": 64},
+    "dtypes": ["float32", "bfloat16"],
+    "min_torch": {"search_sdpa": "2.1"},
+    "near_misses": [
+        {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
+         "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},
+        {"file": "fixtures/fia_prefill_nomatch_softcap.py",
+         "reason": "the scores pass through a tanh soft-cap before the softmax: FIA has no soft-capping"},
+    ],
+    "doc_zh": """预填充阶段的eager或SDPA因果注意力替换为sparse_mode=3的npu_fused_infer_attention_score。
+
+功能
+    识别预填充中的注意力核心：GQA时可选的repeat_kv，然后softmax(Q Kᵀ * scale + causal_mask) V
+    （HF eager注意力），或F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)，
+    或包装它们的flash-attention分发。建议在未重复的K/V上调用一次
+    torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N, num_key_value_heads=KVN,
+    input_layout='BNSD', scale=scale, atten_mask=mask_2048, sparse_mode=3)[0]。
+原因
+    eager注意力在HBM中两三次物化(B, N, S, S)分数矩阵（分数、加掩码后的分数、概率），并为每个
+    查询组重复K/V。融合内核沿序列分块、softmax在片上完成，直接读取共享的K/V头：显存从O(S²)
+    降到O(S)。
+示例
+    key_states = repeat_kv(key, module.num_key_value_groups)
+    value_states = repeat_kv(value, module.num_key_value_groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    attn_weights = attn_weights + causal_mask
+    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2)
+替代写法
+    attn_output = torch_npu.npu_fused_infer_attention_score(
+        query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
+        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
+修复安全性
+    需要前置改造：压缩因果掩码是一次性创建的(2048, 2048) bool缓冲区（triu(ones, 1)，True表示
+    屏蔽）；用完整S x S掩码配合sparse_mode=0是文档记载的静默错误陷阱（pitfalls 1.3、1.5）。须
+    显式传入scale：默认值是1.0而不是head_dim^-0.5。检查项：TP切分后每卡头数满足N % KVN == 0且
+    N/KVN <= 64，各布局的head_dim（此处BNSD；TND仅64/128/192），类型为float16/bfloat16。左填充
+    批次的padding掩码不只是因果掩码：需要actual_seq_lengths，否则保留eager实现。
+参考
+    catalog/attention/npu_fused_infer_attention_score.toml；pitfalls.md 1.1、1.3、1.5、1.6；
+    reference_chains.md module-attention-gqa。
+""",
+}
+
+
+def search(query, key, value, attention_mask, scaling, n_rep):
+    b, kvh, s, d = key.shape
+    key_states = key[:, :, None, :, :].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)
+    value_states = value[:, :, None, :, :].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    attn_weights = attn_weights + attention_mask
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
+def search_repeat_interleave(query, key, value, attention_mask, scaling, n_rep):
+    k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    scores = query @ k.transpose(-2, -1) * scaling + attention_mask
+    probs = torch.softmax(scores.float(), dim=-1).type_as(query)
+    return (probs @ v).transpose(1, 2)
+
+
+def search_sdpa(query, key, value, attention_mask, scaling, n_rep):
+    k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scaling)
+    return out.transpose(1, 2)
+
+
+def replace(query, key, value, attention_mask, scaling, n_rep):
+    causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    out = torch_npu.npu_fused_infer_attention_score(
+        query, key, value, num_heads=query.shape[1], num_key_value_heads=key.shape[1],
+        input_layout="BNSD", scale=scaling, atten_mask=causal_mask_2048, sparse_mode=3)[0]
+    return out.transpose(1, 2)
+
+
+def naive_default_scale(query, key, value, attention_mask, scaling, n_rep):
+    # scale omitted: FIA's default is 1.0, so the logits are head_dim ** 0.5 times too large.
+    causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    out = torch_npu.npu_fused_infer_attention_score(
+        query, key, value, num_heads=query.shape[1], num_key_value_heads=key.shape[1],
+        input_layout="BNSD", atten_mask=causal_mask_2048, sparse_mode=3)[0]
+    return out.transpose(1, 2)
+
+
+def naive_no_mask(query, key, value, attention_mask, scaling, n_rep):
+    # sparse_mode 0 without a mask attends to future tokens.
+    out = torch_npu.npu_fused_infer_attention_score(
+        query, key, value, num_heads=query.shape[1], num_key_value_heads=key.shape[1],
+        input_layout="BNSD", scale=scaling)[0]
+    return out.transpose(1, 2)
