@@ -8,7 +8,7 @@ modes this reference does not model raise NotImplementedError.
 `OPS` maps every torch_npu attribute name to its reference function; the stand-in
 `torch_npu` package (see standin.py) exposes exactly these.
 """
-from . import attention, ffn, kv_cache, matmul, mla, moe, norm, quant, rope, sparse
+from . import attention, ffn, kv_cache, matmul, mla, moe, norm, quant, rope, sampling, sparse
 from ._common import ConstraintError
 
 _FAMILIES = {
@@ -20,8 +20,8 @@ _FAMILIES = {
                 "npu_prompt_flash_attention", "npu_incre_flash_attention",
                 "npu_fusion_attention", "npu_scaled_masked_softmax"],
     sparse: ["npu_sparse_flash_attention", "npu_lightning_indexer"],
-    mla: ["npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2", "npu_mla_prolog_v2",
-          "npu_mla_prolog_v3"],
+    mla: ["npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2", "npu_mla_prolog",
+          "npu_mla_prolog_v2", "npu_mla_prolog_v3"],
     kv_cache: ["scatter_update_", "scatter_update", "npu_scatter_nd_update_",
                "npu_scatter_nd_update", "npu_scatter_pa_kv_cache"],
     moe: list(moe.__all__),
@@ -29,7 +29,8 @@ _FAMILIES = {
           "npu_gelu", "npu_fast_gelu", "fast_gelu", "npu_silu", "npu_gelu_mul", "npu_ffn"],
     quant: ["npu_dynamic_quant", "npu_dynamic_quant_asymmetric", "npu_quant_matmul",
             "npu_weight_quant_batchmatmul", "npu_trans_quant_param", "npu_anti_quant",
-            "npu_quantize"],
+            "npu_quantize", "npu_group_quant", "npu_dynamic_block_quant", "npu_quant_matmul_gelu"],
+    sampling: ["npu_top_k_top_p"],
     matmul: ["npu_transpose_batchmatmul", "npu_format_cast", "npu_format_cast_",
              "get_npu_format"],
 }

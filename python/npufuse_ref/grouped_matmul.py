@@ -158,3 +158,40 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     if split_item in (2, 3):
         return [_finish(op, full, xcat.dtype, output_dtype, quantised)]
     return [_finish(op, p, xcat.dtype, output_dtype, quantised) for p in pieces]
+
+
+def npu_grouped_matmul_finalize_routing(x, w, group_list, *, scale=None, bias=None, offset=None,
+                                        pertoken_scale=None, shared_input=None, logit=None,
+                                        row_index=None, dtype=None, shared_input_weight=1.0,
+                                        shared_input_offset=0, output_bs=0, group_list_type=1):
+    """A8W8 down projection + finalize: y_r = (x_r @ w_e) * scale_e * pertoken_scale_r;
+    out[row_index[r]] += logit[r] * y_r; out[offset + i] += shared_input_weight * shared_input[i].
+
+    Output float32 (output_bs, n). w is the logical (e, k, n) weight (NZ is a storage detail).
+    The A8W4 form (int64 scale, bias, offset) is not modelled.
+    """
+    op = "npu_grouped_matmul_finalize_routing"
+    require(x.dtype == torch.int8, op, "x must be int8 (A8W8 or A8W4)")
+    if w.dtype != torch.int8 or bias is not None or offset is not None:
+        raise unsupported(op, "the A8W4 form (int4 weight, int64 scale, bias, offset)")
+    require(dtype in (None, torch.float32), op, "dtype only supports float32")
+    require(scale is not None and pertoken_scale is not None, op,
+            "A8W8 needs scale (e, n) and pertoken_scale (m,)")
+    require(row_index is not None, op, "row_index is needed to combine the rows")
+    n = w.shape[-1]
+    out = torch.zeros(output_bs, n, dtype=torch.float32)
+    rows = 0
+    for e, count in _group_sizes(op, group_list, 0 if group_list_type == 0 else 1, w.shape[0]):
+        if count == 0:
+            continue
+        acc = (x[rows:rows + count].to(torch.int64) @ w[e].to(torch.int64)).to(torch.float32)
+        y = acc * f32(scale[e]) * f32(pertoken_scale[rows:rows + count]).unsqueeze(-1)
+        if logit is not None:
+            y = y * f32(logit[rows:rows + count]).unsqueeze(-1)
+        out.index_add_(0, row_index[rows:rows + count].long(), y)
+        rows += count
+    if shared_input is not None:
+        span = shared_input.shape[0]
+        require(shared_input_offset + span <= output_bs, op, "shared_input rows exceed output_bs")
+        out[shared_input_offset:shared_input_offset + span] += shared_input_weight * f32(shared_input)
+    return out

@@ -228,3 +228,22 @@ def npu_mla_prolog_v2(token_x, weight_dq, weight_uq_qr, weight_uk, weight_dkv_kr
                             cache_mode, (7168,), (1536,), (128,))
     # Without KV quantisation the device returns a one-element scale.
     return q, qr, kv_cache, kr_cache, torch.zeros(1, dtype=torch.float32)
+
+
+def npu_mla_prolog(token_x, weight_dq, weight_uq_qr, weight_uk, weight_dkv_kr, rmsnorm_gamma_cq,
+                   rmsnorm_gamma_ckv, rope_sin, rope_cos, cache_index, kv_cache, kr_cache, *,
+                   dequant_scale_x=None, dequant_scale_w_dq=None, dequant_scale_w_uq_qr=None,
+                   dequant_scale_w_dkv_kr=None, quant_scale_ckv=None, quant_scale_ckr=None,
+                   smooth_scales_cq=None, rmsnorm_epsilon_cq=1e-05, rmsnorm_epsilon_ckv=1e-05,
+                   cache_mode="PA_BSND"):
+    """First version (no longer maintained on the device): returns (query, query_rope,
+    kv_cache, kr_cache) with the v2 maths."""
+    out = npu_mla_prolog_v2(
+        token_x, weight_dq, weight_uq_qr, weight_uk, weight_dkv_kr, rmsnorm_gamma_cq,
+        rmsnorm_gamma_ckv, rope_sin, rope_cos, cache_index, kv_cache, kr_cache,
+        dequant_scale_x=dequant_scale_x, dequant_scale_w_dq=dequant_scale_w_dq,
+        dequant_scale_w_uq_qr=dequant_scale_w_uq_qr, dequant_scale_w_dkv_kr=dequant_scale_w_dkv_kr,
+        quant_scale_ckv=quant_scale_ckv, quant_scale_ckr=quant_scale_ckr,
+        smooth_scales_cq=smooth_scales_cq, rmsnorm_epsilon_cq=rmsnorm_epsilon_cq,
+        rmsnorm_epsilon_ckv=rmsnorm_epsilon_ckv, cache_mode=cache_mode)
+    return out[:4]

@@ -99,3 +99,61 @@ def npu_moe_distribute_combine_v2(expand_x, expert_ids, assist_info_for_combine,
     if shared_expert_x is not None:
         out = out + f32(shared_expert_x)
     return out.to(expand_x.dtype)
+
+
+def npu_moe_distribute_combine_add_rms_norm(
+        expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, residual_x, gamma, group_ep,
+        ep_world_size, ep_rank_id, moe_expert_num, *, tp_send_counts=None, x_active_mask=None,
+        activation_scale=None, weight_scale=None, group_list=None, expand_scales=None,
+        shared_expert_x=None, elastic_info=None, ori_x=None, const_expert_alpha_1=None,
+        const_expert_alpha_2=None, const_expert_v=None, group_tp="", tp_world_size=0,
+        tp_rank_id=0, expert_shard_type=0, shared_expert_num=1, shared_expert_rank_num=0,
+        global_bs=0, out_dtype=0, comm_quant_mode=0, group_list_type=0, comm_alg="",
+        norm_eps=1e-06, zero_expert_num=0, copy_expert_num=0, const_expert_num=0):
+    """combine_v2 + residual add + RMSNorm; returns (y, rstd, x) shaped (BS, 1, H), (BS, 1, 1)."""
+    op = "npu_moe_distribute_combine_add_rms_norm"
+    if activation_scale is not None or weight_scale is not None:
+        raise unsupported(op, "activation_scale / weight_scale")
+    combined = npu_moe_distribute_combine_v2(
+        expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
+        ep_rank_id, moe_expert_num, x_active_mask=x_active_mask, shared_expert_x=shared_expert_x,
+        tp_world_size=tp_world_size, shared_expert_rank_num=shared_expert_rank_num,
+        zero_expert_num=zero_expert_num, copy_expert_num=copy_expert_num,
+        const_expert_num=const_expert_num)
+    x = f32(combined).unsqueeze(1) + f32(residual_x)
+    rstd = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + norm_eps)
+    y = x * rstd * f32(gamma)
+    return y.to(residual_x.dtype), rstd, x.to(residual_x.dtype)
+
+
+def npu_moe_distribute_dispatch(x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num,
+                                *, scales=None, x_active_mask=None, expert_scales=None, group_tp="",
+                                tp_world_size=0, tp_rank_id=0, expert_shard_type=0,
+                                shared_expert_num=1, shared_expert_rank_num=0, quant_mode=0,
+                                global_bs=0, expert_token_nums_type=1):
+    """First-version dispatch (single rank): expand_idx (BS * K,) holds each row's source pair."""
+    outs = npu_moe_distribute_dispatch_v2(
+        x, expert_ids, group_ep, ep_world_size, ep_rank_id, moe_expert_num, scales=scales,
+        x_active_mask=x_active_mask, expert_scales=expert_scales, tp_world_size=tp_world_size,
+        shared_expert_rank_num=shared_expert_rank_num, quant_mode=quant_mode,
+        expert_token_nums_type=expert_token_nums_type)
+    expand_x, dynamic_scales, assist, counts, ep_recv, tp_recv, expand_scales = outs
+    return (expand_x, dynamic_scales, assist[:expert_ids.numel()], counts, ep_recv, tp_recv,
+            expand_scales)
+
+
+def npu_moe_distribute_combine(expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales,
+                               group_ep, ep_world_size, ep_rank_id, moe_expert_num, *,
+                               tp_send_counts=None, x_active_mask=None, activation_scale=None,
+                               weight_scale=None, group_list=None, expand_scales=None,
+                               shared_expert_x=None, group_tp="", tp_world_size=0, tp_rank_id=0,
+                               expert_shard_type=0, shared_expert_num=1, shared_expert_rank_num=0,
+                               global_bs=0, out_dtype=0, comm_quant_mode=0, group_list_type=0):
+    """First-version combine (single rank); shared_expert_x is reserved and ignored here."""
+    op = "npu_moe_distribute_combine"
+    if activation_scale is not None or weight_scale is not None:
+        raise unsupported(op, "activation_scale / weight_scale")
+    return npu_moe_distribute_combine_v2(
+        expand_x, expert_ids, expand_idx, ep_send_counts, expert_scales, group_ep, ep_world_size,
+        ep_rank_id, moe_expert_num, x_active_mask=x_active_mask, tp_world_size=tp_world_size,
+        shared_expert_rank_num=shared_expert_rank_num)

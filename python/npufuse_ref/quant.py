@@ -7,8 +7,9 @@ import struct
 
 import torch
 
-from ._common import (INT4_MAX, INT8_MAX, f32, pack_int4_to_int32, quantize_symmetric_rows, require,
-                      round_half_even, unpack_int32_to_int4, unsupported)
+from ._common import (INT4_MAX, INT8_MAX, f32, gelu_erf, gelu_tanh, pack_int4_to_int32,
+                      quantize_symmetric_rows, require, round_half_even, unpack_int32_to_int4,
+                      unsupported)
 
 
 def _dst_max(op, dst_type):
@@ -222,3 +223,67 @@ def npu_quantize(input, scales, zero_points, dtype, axis=1, div_mode=True):
     if dtype == torch.int32:
         return q.to(torch.int32)
     raise unsupported(op, f"dtype {dtype}")
+
+
+def npu_group_quant(x, scale, group_index, *, offset=None, dst_dtype=None):
+    """Static per-group quant: rows of group g use scale[g]: y = round(x * scale[g] + offset)."""
+    op = "npu_group_quant"
+    require(x.dim() == 2 and scale.dim() == 2 and scale.shape[1] == x.shape[1], op,
+            "x must be [S, H] and scale [G, H]")
+    ends = [int(v) for v in group_index.reshape(-1).tolist()]
+    require(len(ends) == scale.shape[0], op, "group_index needs one entry per scale row")
+    require(all(b >= a for a, b in zip([0] + ends[:-1], ends)) and ends[-1] == x.shape[0], op,
+            "group_index must be non-decreasing cumulative row ends ending at S")
+    v = f32(x).clone()
+    for g, (a, b) in enumerate(zip([0] + ends[:-1], ends)):
+        v[a:b] = v[a:b] * f32(scale[g])
+    if offset is not None:
+        require(offset.numel() == 1, op, "offset must hold a single value")
+        v = v + float(offset.reshape(-1)[0])
+    packed = dst_dtype == torch.quint4x2
+    if packed:
+        return pack_int4_to_int32(round_half_even(v).clamp(-8, 7))
+    require(dst_dtype in (None, torch.int8), op, "dst_dtype must be int8 or quint4x2")
+    return round_half_even(v).clamp(-128, 127).to(torch.int8)
+
+
+def npu_dynamic_block_quant(x, *, min_scale=0.0, round_mode="rint", dst_type=1, row_block_size=1,
+                            col_block_size=128):
+    """Per-block int8 quant; returns (y, scale) with scale = max(block max|x| / 127, min_scale).
+
+    The returned scale is the dequantisation factor (y * scale ~ x), as in the doc example;
+    scale has shape (rows / row_block_size, ceil(cols / col_block_size)).
+    """
+    op = "npu_dynamic_block_quant"
+    require(dst_type == 1, op, "only dst_type=1 (int8) is supported")
+    require(row_block_size == 1 and col_block_size == 128, op,
+            "only row_block_size=1 and col_block_size=128 are supported")
+    require(round_mode == "rint", op, "only round_mode='rint' is supported")
+    require(x.dim() in (2, 3), op, "x must be 2-D or 3-D")
+    v = f32(x)
+    cols = v.shape[-1]
+    blocks = -(-cols // col_block_size)
+    pad = blocks * col_block_size - cols
+    padded = torch.nn.functional.pad(v, (0, pad))
+    tiles = padded.reshape(*v.shape[:-1], blocks, col_block_size)
+    scale = (tiles.abs().amax(dim=-1) / INT8_MAX).clamp(min=float(min_scale))
+    safe = torch.where(scale == 0, torch.ones_like(scale), scale)
+    q = round_half_even(tiles / safe.unsqueeze(-1)).clamp(-128, 127)
+    y = q.reshape(*v.shape[:-1], blocks * col_block_size)[..., :cols].to(torch.int8)
+    return y, scale
+
+
+def npu_quant_matmul_gelu(x1, x2, x1_scale, x2_scale, *, bias=None, approximate="gelu_erf"):
+    """gelu((x1 @ x2 [+ int32 bias]) * x2_scale * x1_scale [+ float bias])."""
+    op = "npu_quant_matmul_gelu"
+    require(approximate in ("gelu_erf", "gelu_tanh"), op, "approximate must be gelu_erf or gelu_tanh")
+    acc = (_int_operand(x1) @ _int_operand(x2)).to(torch.float64)
+    int_bias = bias is not None and bias.dtype == torch.int32
+    if int_bias:
+        acc = acc + bias.to(torch.float64)
+    y = acc.to(torch.float32) * f32(x2_scale).reshape(-1) * f32(x1_scale).reshape(-1, 1)
+    if bias is not None and not int_bias:
+        y = y + f32(bias)
+    y = gelu_erf(y) if approximate == "gelu_erf" else gelu_tanh(y)
+    bf16 = x2_scale.dtype == torch.bfloat16 or (bias is not None and bias.dtype == torch.bfloat16)
+    return y.to(torch.bfloat16 if bf16 else torch.float16)

@@ -149,6 +149,16 @@ class MlaProlog(unittest.TestCase):
                                   w["weight_dkv_kr"], w["rmsnorm_gamma_cq"], w["rmsnorm_gamma_ckv"],
                                   sin, cos, torch.tensor([3]), kv_cache, kr_cache)
 
+    def test_first_version_returns_four_outputs_like_v2(self):
+        x, w, cos, sin = self.make(7168, 1536, 2, 128, tokens=2)
+        args = (x, w["weight_dq"], w["weight_uq_qr"], w["weight_uk"], w["weight_dkv_kr"],
+                w["rmsnorm_gamma_cq"], w["rmsnorm_gamma_ckv"], sin, cos, torch.tensor([1, 5]))
+        v1 = mla.npu_mla_prolog(*args, torch.zeros(1, 16, 1, 512), torch.zeros(1, 16, 1, 64))
+        v2 = mla.npu_mla_prolog_v2(*args, torch.zeros(1, 16, 1, 512), torch.zeros(1, 16, 1, 64))
+        self.assertEqual(len(v1), 4)
+        for a, b in zip(v1, v2[:4]):
+            torch.testing.assert_close(a, b)
+
     def test_v3_rejects_odd_head_count(self):
         x, w, cos, sin = self.make(1024, 1536, 3, 128, tokens=1)
         with self.assertRaisesRegex(ValueError, "N must be"):

@@ -315,7 +315,48 @@ class ReRouting(unittest.TestCase):
         self.assertEqual(per_expert.tolist(), [3, 3])
 
 
+class GroupedMatmulFinalizeRouting(unittest.TestCase):
+    def test_a8w8_scatter_add_with_shared_expert(self):
+        torch.manual_seed(10)
+        m, k, n, e = 6, 32, 8, 3
+        x = torch.randint(-8, 8, (m, k), dtype=torch.int8)
+        w = torch.randint(-8, 8, (e, k, n), dtype=torch.int8)
+        scale, pts, logit = torch.rand(e, n) * 0.1, torch.rand(m), torch.rand(m)
+        row_index = torch.tensor([2, 0, 1, 2, 3, 0])
+        shared = torch.randn(2, n).bfloat16()
+        out = moe.npu_grouped_matmul_finalize_routing(
+            x, w, torch.tensor([2, 3, 1]), scale=scale, pertoken_scale=pts, logit=logit,
+            row_index=row_index, shared_input=shared, shared_input_weight=0.5,
+            shared_input_offset=1, output_bs=4)
+        want = torch.zeros(4, n, dtype=torch.float64)
+        experts = [0, 0, 1, 1, 1, 2]
+        for r in range(m):
+            y = x[r].double() @ w[experts[r]].double() * scale[experts[r]].double() * float(pts[r])
+            want[int(row_index[r])] += float(logit[r]) * y
+        want[1:3] += 0.5 * shared.double()
+        self.assertEqual(out.dtype, torch.float32)
+        torch.testing.assert_close(out.double(), want, atol=1e-4, rtol=1e-5)
+
+
 class SingleRankMc2(unittest.TestCase):
+    def test_combine_add_rms_norm_and_first_version_pair(self):
+        torch.manual_seed(11)
+        x = torch.randn(3, 8)
+        ids = torch.tensor([[0, 2], [1, 0], [2, 3]], dtype=torch.int32)
+        weights, residual, gamma = torch.rand(3, 2), torch.randn(3, 1, 8), torch.rand(8)
+        expand_x, _, expand_idx, _, ep_recv, tp_recv, _ = moe.npu_moe_distribute_dispatch(
+            x, ids, "ep", 1, 0, 4)
+        self.assertEqual(tuple(expand_idx.shape), (6,))
+        combined = moe.npu_moe_distribute_combine(expand_x, ids, expand_idx, ep_recv, weights, "ep",
+                                                  1, 0, 4)
+        torch.testing.assert_close(combined, x * weights.sum(-1, keepdim=True), atol=1e-5, rtol=1e-5)
+        y, rstd, xo = moe.npu_moe_distribute_combine_add_rms_norm(
+            expand_x, ids, expand_idx, ep_recv, weights, residual, gamma, "ep", 1, 0, 4)
+        s = combined.unsqueeze(1).double() + residual.double()
+        torch.testing.assert_close(xo.double(), s, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(y.double(), direct.rms_norm(s, gamma, 1e-6), atol=1e-5, rtol=1e-5)
+        self.assertEqual(tuple(rstd.shape), (3, 1, 1))
+
     def test_dispatch_combine_roundtrip(self):
         torch.manual_seed(7)
         x = torch.randn(3, 8)
