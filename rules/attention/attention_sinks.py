@@ -28,7 +28,9 @@ Fix safety
     128 (or 192 with value 128/192). GPT-OSS has head_dim 64, which the documents list
     only for MHA: the check answers "unverified", the plan says so, and the reference
     implementation refuses it (the numeric check therefore runs at head_dim 128). v2 renames: `softmax_scale` (default 1.0 — pass
-    it), `num_query_heads`, `actual_seq_qlen`, `actual_seq_kvlen`.
+    it), `num_query_heads`, `actual_seq_qlen`, `actual_seq_kvlen`. The eager chain
+    shifts the logits by their maximum in bfloat16, one more rounding than the kernel:
+    the bfloat16 numeric check allows atol 0.03 instead of 0.01.
 References
     catalog/attention/npu_fused_infer_attention_score_v2.toml (sink_layout_tnd,
     sink_value_dim_le_128, sink_no_quant); catalog v1 no_learnable_sink; pitfalls.md 1.1, 1.2.
@@ -89,6 +91,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 7, "D": 128},
     "dtypes": ["float32", "bfloat16"],
+    "tolerance": {"bfloat16": {"atol": 0.03}},
     "near_misses": [
         {"file": "fixtures/attention_sinks_nomatch_sink_kept.py",
          "reason": "the sink column is kept and multiplied with a value row (a learned null token), not dropped"},
@@ -119,7 +122,8 @@ RULE = {
     缓冲区。检查项：仅TND；value的head_dim <= 128；有sink时不能量化；TND的head_dim：GQA下文档
     列出的是128（或192配value 128/192）。GPT-OSS的head_dim为64，文档只对MHA列出：检查结果为
     “未验证”，计划中会说明，参考实现会拒绝（因此数值检查在head_dim 128下运行）。v2参数改名：softmax_scale（默认1.0，须传入）、
-    num_query_heads、actual_seq_qlen、actual_seq_kvlen。
+    num_query_heads、actual_seq_qlen、actual_seq_kvlen。eager链在bfloat16中减去最大logit，比内核多
+    一次舍入：bfloat16数值检查的atol放宽为0.03（默认0.01）。
 参考
     catalog/attention/npu_fused_infer_attention_score_v2.toml（sink_layout_tnd、
     sink_value_dim_le_128、sink_no_quant）；v1目录no_learnable_sink；pitfalls.md 1.1、1.2。
