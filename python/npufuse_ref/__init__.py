@@ -19,7 +19,7 @@ _FAMILIES = {
     attention: ["npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
                 "npu_prompt_flash_attention", "npu_incre_flash_attention",
                 "npu_fusion_attention", "npu_scaled_masked_softmax"],
-    sparse: ["npu_sparse_flash_attention", "npu_lightning_indexer"],
+    sparse: ["npu_sparse_flash_attention", "npu_lightning_indexer", "npu_quant_lightning_indexer"],
     mla: ["npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2", "npu_mla_prolog",
           "npu_mla_prolog_v2", "npu_mla_prolog_v3"],
     kv_cache: ["scatter_update_", "scatter_update", "npu_scatter_nd_update_",

@@ -7,7 +7,7 @@ float inputs, int8 per-channel/per-token quantisation with float or npu_trans_qu
 """
 import torch
 
-from ._common import f32, gelu_tanh, require, round_half_even, unsupported
+from ._common import f32, gelu_tanh, quantize_symmetric_rows, require, round_half_even, unsupported
 from .quant import decode_quant_param
 
 _ACTIVATIONS = {
@@ -195,3 +195,42 @@ def npu_grouped_matmul_finalize_routing(x, w, group_list, *, scale=None, bias=No
         require(shared_input_offset + span <= output_bs, op, "shared_input rows exceed output_bs")
         out[shared_input_offset:shared_input_offset + span] += shared_input_weight * f32(shared_input)
     return out
+
+
+def npu_grouped_matmul_swiglu_quant_v2(x, weight, weight_scale, x_scale, group_list, *,
+                                       smooth_scale=None, weight_assist_matrix=None, bias=None,
+                                       dequant_mode=0, dequant_dtype=0, quant_mode=0, quant_dtype=0,
+                                       group_list_type=0, tuning_config=None):
+    """A8W8: C = (x_g @ w_g) * x_scale * w_scale_g; S = silu(C[:, :n/2]) * C[:, n/2:];
+    returns (int8 S / (rowmax|S| / 127), rowmax|S| / 127) of shapes (m, n/2) and (m,).
+
+    weight and weight_scale are one-element lists holding (e, k, n) and (e, n). Rows past the
+    groups stay zero. The A8W4/A4W4 and 950-only forms are not modelled.
+    """
+    op = "npu_grouped_matmul_swiglu_quant_v2"
+    weights, scales = _as_list(weight), _as_list(weight_scale)
+    require(len(weights) == 1 and len(scales) == 1, op,
+            "weight and weight_scale must be lists of length 1")
+    w, ws = weights[0], scales[0]
+    require(x.dim() == 2 and w.dim() == 3, op, "x must be [m, k] and weight [e, k, n]")
+    if x.dtype != torch.int8 or w.dtype != torch.int8 or weight_assist_matrix is not None \
+            or smooth_scale is not None or bias is not None:
+        raise unsupported(op, "forms other than A8W8 (int8 x and weight, no smooth_scale/bias)")
+    require(w.shape[-1] % 2 == 0, op, "n must be even")
+    m, half = x.shape[0], w.shape[-1] // 2
+    out = torch.zeros(m, half, dtype=torch.int8)
+    out_scale = torch.zeros(m, dtype=torch.float32)
+    xs = f32(x_scale).reshape(-1)
+    row = 0
+    for g, count in _group_sizes(op, group_list, 0 if group_list_type == 0 else 1, w.shape[0]):
+        if count == 0:
+            continue
+        require(row + count <= m, op, "group_list covers more rows than x has")
+        acc = (x[row:row + count].to(torch.int64) @ w[g].to(torch.int64)).to(torch.float32)
+        c = acc * f32(ws[g]).reshape(1, -1) * xs[row:row + count].unsqueeze(-1)
+        s = torch.nn.functional.silu(c[:, :half]) * c[:, half:]
+        q, qs = quantize_symmetric_rows(s)
+        out[row:row + count] = q.to(torch.int8)
+        out_scale[row:row + count] = qs
+        row += count
+    return out, out_scale

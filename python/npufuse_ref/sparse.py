@@ -208,3 +208,30 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
     if not return_softmax_lse:
         smax = ssum = torch.empty(0, dtype=torch.float32)
     return out.to(query.dtype), smax, ssum
+
+
+def npu_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                                query_quant_mode, key_quant_mode, *, actual_seq_lengths_query=None,
+                                actual_seq_lengths_key=None, block_table=None, layout_query='BSND',
+                                layout_key='BSND', sparse_count=2048, sparse_mode=3,
+                                pre_tokens=2**63-1, next_tokens=2**63-1, query_dtype=None,
+                                key_dtype=None):
+    """npu_lightning_indexer on int8 query/key with per-token-head dequant scales.
+
+    relu(s_q s_k (q . k)) equals relu((s_q q) . (s_k k)), so the inputs are dequantised
+    first. Returns only the int32 indices.
+    """
+    op = "npu_quant_lightning_indexer"
+    require(query.dtype == torch.int8 and key.dtype == torch.int8, op,
+            "query and key must be int8 (FP8/HiF8 exist only on Ascend 950)")
+    require(query_quant_mode == 0 and key_quant_mode == 0, op,
+            "query_quant_mode and key_quant_mode only support 0 (per-token-head)")
+    require(1 <= sparse_count <= 2048, op, "sparse_count must lie in [1, 2048]")
+    q = f32(query) * f32(query_dequant_scale).unsqueeze(-1)
+    k = f32(key) * f32(key_dequant_scale).unsqueeze(-1)
+    indices, _ = npu_lightning_indexer(
+        q, k, weights, actual_seq_lengths_query=actual_seq_lengths_query,
+        actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table,
+        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
+        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens)
+    return indices

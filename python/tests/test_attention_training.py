@@ -17,7 +17,7 @@ class FusionAttention(unittest.TestCase):
         self.v = torch.randn(2, 2, 6, 16)  # Dv < Dk
 
     def reference(self, scale, allowed=None, pse=None):
-        outs, maxes = [], []
+        outs = []
         for b in range(2):
             extra = pse[b] if pse is not None else None  # pse is added before scaling
             o, _ = direct.attention(self.q[b], self.k[b], self.v[b], scale, allowed, extra_scores=extra)

@@ -338,6 +338,22 @@ class GroupedMatmulFinalizeRouting(unittest.TestCase):
         torch.testing.assert_close(out.double(), want, atol=1e-4, rtol=1e-5)
 
 
+class GroupedMatmulSwigluQuant(unittest.TestCase):
+    def test_a8w8_gate_first_then_per_token_quant(self):
+        torch.manual_seed(12)
+        x = torch.randint(-8, 8, (5, 32), dtype=torch.int8)
+        w = torch.randint(-8, 8, (2, 32, 16), dtype=torch.int8)
+        ws, xs = torch.rand(2, 16) * 0.05, torch.rand(5) * 0.05
+        y, scale = moe.npu_grouped_matmul_swiglu_quant_v2(x, [w], [ws], xs, torch.tensor([2, 5]))
+        rows = []
+        for r, e in enumerate([0, 0, 1, 1, 1]):
+            c = x[r].double() @ w[e].double() * ws[e].double() * float(xs[r])
+            rows.append(direct.silu(c[:8]) * c[8:])
+        s = torch.stack(rows)
+        torch.testing.assert_close(scale.double(), s.abs().amax(-1) / 127, atol=1e-7, rtol=1e-5)
+        self.assertLessEqual(float((y.double() - s / (s.abs().amax(-1, keepdim=True) / 127)).abs().max()), 0.51)
+
+
 class SingleRankMc2(unittest.TestCase):
     def test_combine_add_rms_norm_and_first_version_pair(self):
         torch.manual_seed(11)

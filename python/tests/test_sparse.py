@@ -47,6 +47,23 @@ class LightningIndexer(unittest.TestCase):
             sparse.npu_lightning_indexer(self.q, self.k, self.w, sparse_count=3000)
 
 
+class QuantLightningIndexer(unittest.TestCase):
+    def test_dequantised_scores_pick_the_same_indices(self):
+        torch.manual_seed(2)
+        q = torch.randint(-20, 20, (1, 3, 4, 128), dtype=torch.int8)
+        k = torch.randint(-20, 20, (1, 9, 1, 128), dtype=torch.int8)
+        w = torch.randn(1, 3, 4).half()
+        sq, sk = torch.rand(1, 3, 4).half(), torch.rand(1, 9, 1).half()
+        idx = sparse.npu_quant_lightning_indexer(q, k, w, sq, sk, 0, 0, sparse_count=5)
+        raw = torch.einsum("bsnd,btd->bsnt", q.double(), k[:, :, 0].double())
+        scores = torch.relu(raw * sq.double().unsqueeze(-1) * sk[:, :, 0].double().reshape(1, 1, 1, 9))
+        scores = (scores * w.double().unsqueeze(-1)).sum(2)[0]
+        for i in range(3):
+            visible = 9 - 3 + i + 1
+            want = torch.argsort(-scores[i, :visible])[:5].tolist()
+            self.assertEqual(idx[0, i, 0].tolist(), want)
+
+
 class SparseFlashAttention(unittest.TestCase):
     def setUp(self):
         torch.manual_seed(1)
