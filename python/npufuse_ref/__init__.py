@@ -8,7 +8,8 @@ modes this reference does not model raise NotImplementedError.
 `OPS` maps every torch_npu attribute name to its reference function; the stand-in
 `torch_npu` package (see standin.py) exposes exactly these.
 """
-from . import attention, ffn, kv_cache, matmul, mla, moe, norm, quant, rope, sampling, sparse
+from . import (attention, ffn, kv_cache, matmul, mla, moe, norm, quant, rope, sampling, sparse,
+               unmodelled)
 from ._common import ConstraintError
 
 _FAMILIES = {
@@ -31,6 +32,8 @@ _FAMILIES = {
             "npu_weight_quant_batchmatmul", "npu_trans_quant_param", "npu_anti_quant",
             "npu_quantize", "npu_group_quant", "npu_dynamic_block_quant", "npu_quant_matmul_gelu"],
     sampling: ["npu_top_k_top_p"],
+    unmodelled: ["npu_kv_quant_sparse_flash_attention", "npu_moe_update_expert",
+                 "npu_top_k_top_p_sample"],
     matmul: ["npu_transpose_batchmatmul", "npu_format_cast", "npu_format_cast_",
              "get_npu_format"],
 }

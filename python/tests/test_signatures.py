@@ -61,5 +61,20 @@ class PrototypesMatchCatalog(unittest.TestCase):
                 self.assertEqual(got, want, f"prototype differs from {path}")
 
 
+class UnmodelledOperatorsSayWhy(unittest.TestCase):
+    def test_stubs_raise_not_implemented_naming_the_operator(self):
+        import torch
+        from npufuse_ref import unmodelled
+        t = torch.zeros(1)
+        calls = {
+            "npu_kv_quant_sparse_flash_attention": lambda f: f(t, t, t, t, 1.0, 2, 2),
+            "npu_moe_update_expert": lambda f: f(t, t),
+            "npu_top_k_top_p_sample": lambda f: f(t, t, t),
+        }
+        for name, call in calls.items():
+            with self.subTest(op=name), self.assertRaisesRegex(NotImplementedError, name):
+                call(getattr(unmodelled, name))
+
+
 if __name__ == "__main__":
     unittest.main()
