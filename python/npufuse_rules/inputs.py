@@ -5,7 +5,7 @@ An input spec is a dict:
   dtype  "act" (the dtype under test), "float32", "complex64", "int64", "int32", "int8", "bool", or
          "param" (a Python scalar/string passed as is: "value", or "expr" over the sizes)
   init   randn (default) | uniform (low, high) | ones_noise | zeros | randint (low, high) |
-         arange | unique_randint (high: distinct values) | causal_mask_2048 |
+         arange (from `start`) | unique_randint (high: distinct values) | causal_mask_2048 |
          unit_complex (complex64 e^(i theta), a freqs_cis table) |
          causal_additive (float mask, 0 or a large negative above the causal diagonal) |
          sliding_additive (causal_additive that also masks keys `window` or more back)
@@ -77,7 +77,7 @@ def _make(spec, sizes, act_dtype, gen):
         n = 1
         for s in shape:
             n *= s
-        t = torch.arange(n).reshape(shape)
+        t = torch.arange(n).reshape(shape) + int(resolve_size(spec.get("start", 0), sizes))
     elif init == "unique_randint":
         high = int(resolve_size(spec["high"], sizes))
         n = 1
