@@ -31,7 +31,8 @@ class StandIn(unittest.TestCase):
         import torch_npu
         y, _ = torch_npu.npu_rms_norm(torch.ones(2, 4), torch.ones(4))
         torch.testing.assert_close(y, torch.ones(2, 4), atol=1e-5, rtol=0)
-        self.assertIs(torch_npu.npu_format_cast(y, 29), y)
+        self.assertIs(torch_npu.npu_format_cast(y, torch_npu.Format.FRACTAL_NZ), y)
+        self.assertEqual(int(torch_npu.Format.FRACTAL_NZ), 29)
         self.assertTrue(torch_npu.IS_NPUFUSE_STANDIN)
         self.assertTrue(standin.install())  # idempotent
         missing = [n for n, fn in npufuse_ref.OPS.items() if getattr(torch_npu, n, None) is not fn]
