@@ -221,6 +221,7 @@ def run_attention(c):
     kv_heads = c.num_kv_heads or c.num_heads
     paged = c.block_table is not None
     if paged:
+        require(c.block_size > 0, op, "PagedAttention (block_table) needs block_size")
         dk = L.paged_cache_bnsd(op, c.key, kv_heads, c.block_size).shape[-1]
         dv = L.paged_cache_bnsd(op, c.value, kv_heads, c.block_size).shape[-1]
         k_heads = kv_heads

@@ -242,6 +242,9 @@ class PagedAndActualLengths(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "actual_seq_lengths_kv"):
             fia(q, self.k_cache, self.v_cache, num_heads=4, num_key_value_heads=2,
                 input_layout="BNSD", block_table=self.block_table, block_size=self.block)
+        with self.assertRaisesRegex(ValueError, "needs block_size"):
+            fia(q, self.k_cache, self.v_cache, num_heads=4, num_key_value_heads=2,
+                input_layout="BNSD", block_table=self.block_table, actual_seq_lengths_kv=[3, 4])
         q2 = torch.randn(2, 4, 2, 16)
         k = self.k_cache.reshape(8, 64, 32)
         with self.assertRaisesRegex(ValueError, "block_size"):
