@@ -54,6 +54,7 @@ def _group_sizes(op, group_list, group_list_type, groups):
         require(all(b > a for a, b in zip([0] + ends[:-1], ends)), op,
                 "a list group_list must be strictly increasing")
         return list(enumerate(b - a for a, b in zip([0] + ends[:-1], ends)))
+    require(group_list.dtype == torch.int64, op, f"a tensor group_list must be int64 (got {group_list.dtype})")
     gl = group_list.long()
     if group_list_type == 0:
         ends = gl.reshape(-1).tolist()

@@ -46,6 +46,7 @@ def npu_moe_distribute_dispatch_v2(x, expert_ids, group_ep, ep_world_size, ep_ra
     bs, k = expert_ids.shape
     require(0 < k <= 16, op, "K must satisfy 0 < K <= 16")
     require(1 <= moe_expert_num <= 1024, op, "moe_expert_num must lie in [1, 1024]")
+    require(expert_ids.dtype == torch.int32, op, "expert_ids must be int32")
     ids = expert_ids.long()
     require(bool(((ids >= 0) & (ids < moe_expert_num)).all()), op,
             "expert_ids must lie in [0, moe_expert_num)")

@@ -17,6 +17,8 @@ def npu_moe_init_routing(x, row_idx, expert_idx, active_num):
     op = "npu_moe_init_routing"
     require(x.dim() == 2 and expert_idx.dim() == 2, op, "x and expert_idx must be 2-D")
     require(row_idx.shape == expert_idx.shape, op, "row_idx and expert_idx must have the same shape")
+    require(row_idx.dtype == torch.int32 and expert_idx.dtype == torch.int32, op,
+            "row_idx and expert_idx must be int32")
     rows, k = expert_idx.shape
     sorted_ids, order = _stable_sort_ids(expert_idx.reshape(-1).long())
     dst_to_src = row_idx.reshape(-1).long()[order]
@@ -79,6 +81,8 @@ def npu_moe_init_routing_v2(x, expert_idx, *, scale=None, offset=None, active_nu
     op = "npu_moe_init_routing_v2"
     require(x.dim() == 2 and expert_idx.dim() == 2, op, "x and expert_idx must be 2-D")
     require(x.shape[0] == expert_idx.shape[0], op, "x and expert_idx must have the same NUM_ROWS")
+    require(expert_idx.dtype == torch.int32, op,
+            f"expert_idx must be int32 (got {expert_idx.dtype}); cast top-k ids with .to(torch.int32)")
     if drop_pad_mode != 0:
         raise unsupported(op, "drop_pad_mode 1 (drop/pad to expert_capacity)")
     rows, k = expert_idx.shape
@@ -161,6 +165,9 @@ def npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales,
     op = "npu_moe_finalize_routing"
     require(drop_pad_mode in (0, 1, 2, 3), op, "drop_pad_mode must be 0, 1, 2 or 3")
     require(not (skip1 is None and skip2 is not None), op, "skip2 must be None when skip1 is None")
+    require(expanded_src_to_dst_row.dtype == torch.int32, op, "expanded_src_to_dst_row must be int32")
+    require(expert_for_source_row is None or expert_for_source_row.dtype == torch.int32, op,
+            "expert_for_source_row must be int32")
     h = expanded_permuted_rows.shape[-1]
     rows_flat = f32(expanded_permuted_rows).reshape(-1, h)
     k = scales.shape[1] if scales is not None else (

@@ -12,9 +12,18 @@ def _norm_axes(op, x, gamma):
     return gamma.dim()
 
 
+def _check_gamma_dtype(op, x, gamma):
+    """Same dtype, or float16/bfloat16 x with a float32 gamma (A2/A3)."""
+    ok = gamma.dtype == x.dtype or (x.dtype in (torch.float16, torch.bfloat16)
+                                    and gamma.dtype == torch.float32)
+    require(ok, op, f"gamma dtype {gamma.dtype} does not pair with x dtype {x.dtype} "
+                    "(same dtype, or float16/bfloat16 x with float32 gamma)")
+
+
 def npu_rms_norm(self, gamma, epsilon=1e-06):
     """Returns (y, rstd); rstd is float32 with the normalised axes kept as 1."""
     require(1 <= self.dim() <= 8, "npu_rms_norm", "x must have 1 to 8 dims")
+    _check_gamma_dtype("npu_rms_norm", self, gamma)
     axes = _norm_axes("npu_rms_norm", self, gamma)
     y, rstd = rms_norm_f32(self, gamma, epsilon, axes)
     return y.to(self.dtype), rstd
@@ -30,6 +39,8 @@ def npu_gemma_rms_norm(self, gamma, epsilon=1e-06):
 def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
     """Returns (y, rstd, x) where x = x1 + x2 is the new residual."""
     require(x1.shape == x2.shape, "npu_add_rms_norm", "x1 and x2 must have the same shape")
+    require(x1.dtype == x2.dtype, "npu_add_rms_norm", "x1 and x2 must have the same dtype")
+    _check_gamma_dtype("npu_add_rms_norm", x1, gamma)
     axes = _norm_axes("npu_add_rms_norm", x1, gamma)
     x = f32(x1) + f32(x2)
     y, rstd = rms_norm_f32(x, gamma, epsilon, axes)

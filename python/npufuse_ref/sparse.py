@@ -11,6 +11,12 @@ _I64_MAX = 9223372036854775807
 _LARGE_SPARSE_COUNTS = (3072, 4096, 5120, 6144, 7168, 8192)
 
 
+def _check_length_tensors(op, **named):
+    for name, value in named.items():
+        require(value is None or isinstance(value, torch.Tensor), op,
+                f"{name} must be an int32 Tensor, not a Python list")
+
+
 def _query_batches(op, t, layout, actual):
     """Per-batch float32 (s, N, D) query slices and their lengths."""
     require(layout in ("BSND", "TND"), op, f"layout_query must be 'BSND' or 'TND' (got {layout!r})")
@@ -74,6 +80,8 @@ def npu_lightning_indexer(query, key, weights, *, actual_seq_lengths_query=None,
     require(sparse_mode in (0, 3), op, "sparse_mode must be 0 or 3")
     require(pre_tokens == _I64_MAX and next_tokens == _I64_MAX, op,
             "pre_tokens/next_tokens only support the default 2^63-1")
+    _check_length_tensors(op, actual_seq_lengths_query=actual_seq_lengths_query,
+                          actual_seq_lengths_key=actual_seq_lengths_key)
     qs, q_lens = _query_batches(op, query, layout_query, actual_seq_lengths_query)
     ws, _ = _query_batches(op, weights.unsqueeze(-1), layout_query, actual_seq_lengths_query)
     ks = _kv_batches(op, key, layout_key, actual_seq_lengths_key, block_table, len(qs),
@@ -154,6 +162,9 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, *
     require(sparse_mode in (0, 3), op, "sparse_mode must be 0 or 3")
     require(pre_tokens == _I64_MAX and next_tokens == _I64_MAX, op,
             "pre_tokens/next_tokens only support the default 2^63-1")
+    _check_length_tensors(op, actual_seq_lengths_query=actual_seq_lengths_query,
+                          actual_seq_lengths_kv=actual_seq_lengths_kv)
+    require(sparse_indices.dtype == torch.int32, op, "sparse_indices must be int32")
     if layout_kv != "PA_BSND":
         require(layout_query == layout_kv, op,
                 "layout_query must equal layout_kv unless layout_kv is PA_BSND")

@@ -143,6 +143,14 @@ class InitRoutingV2(unittest.TestCase):
         dropped = [p for p in range(8) if p not in order]
         self.assertTrue(all(erow[p].item() == -1 for p in dropped))
 
+    def test_index_dtypes(self):
+        with self.assertRaisesRegex(ValueError, "int32"):
+            moe.npu_moe_init_routing_v2(self.x, self.expert_idx.long(), expert_num=4)
+        with self.assertRaisesRegex(ValueError, "int64"):
+            moe.npu_grouped_matmul([self.x], [torch.randn(4, 8, 2)], group_type=0,
+                                   group_list=torch.tensor([2, 2, 2, 2], dtype=torch.int32),
+                                   group_list_type=1)
+
     def test_dynamic_quant_mode(self):
         ex, _, _, scale = moe.npu_moe_init_routing_v2(self.x, self.expert_idx, expert_num=4,
                                                        quant_mode=1)

@@ -35,6 +35,13 @@ class RmsNorm(unittest.TestCase):
         torch.testing.assert_close(y.float(), direct.rms_norm(self.x.bfloat16(), self.g, 1e-6).float(),
                                    atol=2e-2, rtol=2e-2)
 
+    def test_gamma_dtype_pairs(self):
+        norm.npu_rms_norm(self.x.half(), self.g)  # float16 x with float32 gamma is allowed
+        with self.assertRaisesRegex(ValueError, "gamma dtype"):
+            norm.npu_rms_norm(self.x, self.g.bfloat16())
+        with self.assertRaisesRegex(ValueError, "gamma dtype"):
+            norm.npu_add_rms_norm(self.x.bfloat16(), self.x.bfloat16(), self.g.half())
+
     def test_gamma_shape_must_match_trailing_axes(self):
         with self.assertRaisesRegex(ValueError, "gamma"):
             norm.npu_rms_norm(self.x, torch.randn(32))

@@ -125,6 +125,13 @@ class SparseFlashAttention(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "512"):
             sparse.npu_sparse_flash_attention(q, kv, kv, idx, 1.0, query_rope=self.qr,
                                               key_rope=self.kr, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "not a Python list"):
+            sparse.npu_sparse_flash_attention(self.q, self.kv, self.kv, idx, 1.0,
+                                              query_rope=self.qr, key_rope=self.kr, attention_mode=2,
+                                              actual_seq_lengths_kv=[10])
+        with self.assertRaisesRegex(ValueError, "int32"):
+            sparse.npu_sparse_flash_attention(self.q, self.kv, self.kv, idx.long(), 1.0,
+                                              query_rope=self.qr, key_rope=self.kr, attention_mode=2)
         with self.assertRaisesRegex(ValueError, "power of 2"):
             sparse.npu_sparse_flash_attention(self.q, self.kv, self.kv, idx, 1.0,
                                               query_rope=self.qr, key_rope=self.kr,
