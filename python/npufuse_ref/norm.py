@@ -39,8 +39,8 @@ def npu_gemma_rms_norm(self, gamma, epsilon=1e-06):
 def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
     """Returns (y, rstd, x) where x = x1 + x2 is the new residual."""
     require(x1.shape == x2.shape, "npu_add_rms_norm", "x1 and x2 must have the same shape")
-    require(x1.dtype == x2.dtype, "npu_add_rms_norm", "x1 and x2 must have the same dtype")
-    _check_gamma_dtype("npu_add_rms_norm", x1, gamma)
+    require(x1.dtype == x2.dtype == gamma.dtype, "npu_add_rms_norm",
+            f"x1, x2 and gamma must share one dtype (got {x1.dtype}, {x2.dtype}, {gamma.dtype})")
     axes = _norm_axes("npu_add_rms_norm", x1, gamma)
     x = f32(x1) + f32(x2)
     y, rstd = rms_norm_f32(x, gamma, epsilon, axes)
