@@ -48,6 +48,10 @@ def _attend(q, k, v, scale, allowed, pse=None, sink=None, q_rope=None, k_rope=No
     Returns (out, lse, row_max, row_sum). Rows with nothing to attend give zeros and
     lse = +inf.
     """
+    if k.shape[1] == 0:  # no keys (KV length 0): the doc specifies an all-zero output
+        rows = (q.shape[0], q.shape[1], 1)
+        return (torch.zeros(q.shape[0], q.shape[1], v.shape[-1]),
+                torch.full(rows, float("inf")), torch.zeros(rows), torch.zeros(rows))
     group = q.shape[0] // k.shape[0]
     k = k.repeat_interleave(group, dim=0)
     v = v.repeat_interleave(group, dim=0)

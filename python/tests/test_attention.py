@@ -252,6 +252,13 @@ class PagedAndActualLengths(unittest.TestCase):
                 block_table=torch.tensor([[0, 1, 2], [3, 4, 5]], dtype=torch.int32),
                 block_size=64, actual_seq_lengths_kv=[100, 30])
 
+    def test_zero_kv_length_gives_zero_rows(self):
+        q = torch.randn(2, 4, 1, 16)
+        out = fia(q, self.k, self.v, num_heads=4, num_key_value_heads=2, input_layout="BNSD",
+                  scale=0.25, actual_seq_lengths_kv=[0, 40])[0]
+        self.assertEqual(float(out[0].abs().sum()), 0.0)
+        torch.testing.assert_close(out[1], self.reference(q)[1], **TOL)
+
     def test_dense_actual_lengths_pad_with_zero(self):
         q = torch.randn(2, 4, 3, 16)
         out = fia(q, self.k, self.v, num_heads=4, num_key_value_heads=2, input_layout="BNSD",
