@@ -103,6 +103,16 @@ class Mrope(unittest.TestCase):
         want = torch.cat([rotated, qh[..., rot:]], -1).reshape(tokens, -1)
         torch.testing.assert_close(q_out, want.float(), atol=1e-5, rtol=1e-5)
 
+    def test_interleaved_mode_is_gpt_j_rotation(self):
+        torch.manual_seed(6)
+        pos = torch.tensor([1, 4, 2])
+        a = angles(torch.arange(8), 32)
+        cache = torch.cat([a.cos(), a.sin()], -1).float()
+        q = torch.randn(3, 2 * 32)
+        out, _ = rope.npu_mrope(pos, q, q.clone(), cache, 32, rotary_mode="interleaved")
+        want = direct.complex_rope(q.reshape(3, 2, 32), a[pos].unsqueeze(1)).reshape(3, -1)
+        torch.testing.assert_close(out, want.float(), atol=1e-5, rtol=1e-5)
+
     def test_mrope_sections_pick_position_rows(self):
         torch.manual_seed(5)
         tokens, head = 3, 32
