@@ -99,8 +99,10 @@ def per_batch_lengths(op, name, values, batch, full):
 def paged_cache_bnsd(op, cache, kv_heads, block_size):
     """A paged cache as float32 (blocknum, KV_N, blocksize, D).
 
-    Accepted forms: (blocknum, blocksize, H), (blocknum, KV_N, blocksize, D) and the
-    NZ form (blocknum, KV_N, D/c, blocksize, c) read back to its logical layout.
+    Accepted forms: (blocknum, blocksize, H), (blocknum, KV_N, blocksize, D), the NZ form
+    (blocknum, KV_N, D/c, blocksize, c) read back to its logical layout, and the
+    (blocknum, blocksize, KV_N, D) caches that mla_prolog / kv_rmsnorm_rope_cache write
+    (their NZ storage is a 4-D tensor to torch; recognised when axis 2, not axis 1, is KV_N).
     """
     x = f32(cache)
     if x.dim() == 3:
@@ -112,6 +114,8 @@ def paged_cache_bnsd(op, cache, kv_heads, block_size):
         x = x.permute(0, 1, 3, 2, 4).reshape(n, kvn, bs, d1 * c)
     else:
         require(x.dim() == 4, op, "paged caches must be 3-D, 4-D or 5-D (NZ)")
+        if x.shape[1] != kv_heads and x.shape[2] == kv_heads:
+            x = x.permute(0, 2, 1, 3)
     require(x.shape[1] == kv_heads, op, f"paged cache KV_N ({x.shape[1]}) must be {kv_heads}")
     if block_size:
         require(x.shape[2] == block_size, op,

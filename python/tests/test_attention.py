@@ -322,6 +322,11 @@ class MlaAbsorb(unittest.TestCase):
         out = fia(q, cache_bsh, cache_bsh, query_rope=q_rope, key_rope=rcache_bsh, num_heads=n,
                   num_key_value_heads=1, input_layout="BSND", scale=0.05, block_table=table,
                   block_size=block, actual_seq_lengths_kv=lens)[0]
+        # the (blocknum, blocksize, 1, D) caches written by mla_prolog read the same
+        out4 = fia_v2(q, cache, cache, query_rope=q_rope, key_rope=rcache, num_query_heads=n,
+                      num_key_value_heads=1, input_layout="BSND", softmax_scale=0.05,
+                      block_table=table, block_size=block, actual_seq_kvlen=lens)[0]
+        torch.testing.assert_close(out4, out)
         for b, length in enumerate(lens):
             qcat = torch.cat([q[b, 0], q_rope[b, 0]], -1).unsqueeze(1)  # (N, 1, 576)
             kcat = torch.cat([kv[b, :length], kr[b, :length]], -1).unsqueeze(0)
