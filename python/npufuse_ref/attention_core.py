@@ -155,67 +155,64 @@ def _sparse_setup(c, q_len_max):
     return mode, c.pre_tokens, c.next_tokens, c.atten_mask
 
 
-def _batch_inputs(c, in_layout, q_heads, kv_heads):
-    """Per-batch float32 (N, s, D) lists for q, k, v, q_rope, k_rope plus geometry."""
-    op = c.op
-    q, k, v = c.query, c.key, c.value
-    paged = c.block_table is not None
+def _query_batches(c, in_layout, q_heads):
+    """(q_lens, per-batch float32 (N, s, D) query slices, query_rope slices or None)."""
+    q, rope = c.query, c.query_rope
     if L.is_token_layout(in_layout):
-        total_q = q.shape[0] if in_layout == "TND" else q.shape[1]
-        q_bounds = L.cumulative_bounds(op, "actual_seq_lengths (query)", as_int_list(c.actual_q),
-                                       total_q)
-        batch = len(q_bounds)
-        qs = L.token_slices(q, in_layout, q_bounds)
-        qr = L.token_slices(c.query_rope, in_layout, q_bounds) if c.query_rope is not None else None
-        if paged:
-            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch,
-                                          c.block_table.shape[1] * c.block_size)
-        else:
-            total_kv = k.shape[0] if in_layout == "TND" else k.shape[1]
-            kv_bounds = L.cumulative_bounds(op, "actual_seq_lengths_kv",
-                                            as_int_list(c.actual_kv), total_kv)
-            require(len(kv_bounds) == batch, op,
-                    "actual_seq_lengths and actual_seq_lengths_kv must have the same length")
-        q_lens = [b - a for a, b in q_bounds]
-    else:
-        batch, q_seq = q.shape[0], (q.shape[2] if in_layout == "BNSD" else q.shape[1])
-        q4 = L.to_bnsd(q, in_layout, q_heads)
-        q_lens = L.per_batch_lengths(op, "actual_seq_lengths", c.actual_q, batch, q_seq)
-        qs = [q4[b, :, :q_lens[b]] for b in range(batch)]
-        qr = None
-        if c.query_rope is not None:
-            r4 = L.to_bnsd(c.query_rope, in_layout, q_heads)
-            qr = [r4[b, :, :q_lens[b]] for b in range(batch)]
-        if paged:
-            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch,
-                                          c.block_table.shape[1] * c.block_size)
-        else:
-            kv_seq = k.shape[2] if in_layout == "BNSD" else k.shape[1]
-            kv_lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch, kv_seq)
-    if paged:
-        require(c.block_table.shape[0] >= batch, op, "block_table rows must cover every batch")
-        kc = L.paged_cache_bnsd(op, k, kv_heads, c.block_size)
-        vc = L.paged_cache_bnsd(op, v, kv_heads, c.block_size)
-        rc = L.paged_cache_bnsd(op, c.key_rope, kv_heads, c.block_size) \
-            if c.key_rope is not None else None
-        ks = [L.gather_paged(kc, c.block_table, b, kv_lens[b]) for b in range(batch)]
-        vs = [L.gather_paged(vc, c.block_table, b, kv_lens[b]) for b in range(batch)]
-        krs = [L.gather_paged(rc, c.block_table, b, kv_lens[b]) for b in range(batch)] \
-            if rc is not None else None
-    elif L.is_token_layout(in_layout):
-        ks = L.token_slices(k, in_layout, kv_bounds)
-        vs = L.token_slices(v, in_layout, kv_bounds)
-        krs = L.token_slices(c.key_rope, in_layout, kv_bounds) if c.key_rope is not None else None
-        kv_lens = [b - a for a, b in kv_bounds]
-    else:
-        k4, v4 = L.to_bnsd(k, in_layout, kv_heads), L.to_bnsd(v, in_layout, kv_heads)
-        ks = [k4[b, :, :kv_lens[b]] for b in range(batch)]
-        vs = [v4[b, :, :kv_lens[b]] for b in range(batch)]
-        krs = None
-        if c.key_rope is not None:
-            r4 = L.to_bnsd(c.key_rope, in_layout, kv_heads)
-            krs = [r4[b, :, :kv_lens[b]] for b in range(batch)]
-    return batch, q_lens, kv_lens, qs, ks, vs, qr, krs
+        total = q.shape[0] if in_layout == "TND" else q.shape[1]
+        bounds = L.cumulative_bounds(c.op, "actual_seq_lengths (query)", as_int_list(c.actual_q),
+                                     total)
+        qr = L.token_slices(rope, in_layout, bounds) if rope is not None else None
+        return [b - a for a, b in bounds], L.token_slices(q, in_layout, bounds), qr
+    batch, seq = q.shape[0], (q.shape[2] if in_layout == "BNSD" else q.shape[1])
+    lens = L.per_batch_lengths(c.op, "actual_seq_lengths", c.actual_q, batch, seq)
+    q4 = L.to_bnsd(q, in_layout, q_heads)
+    qr = None
+    if rope is not None:
+        r4 = L.to_bnsd(rope, in_layout, q_heads)
+        qr = [r4[b, :, :lens[b]] for b in range(batch)]
+    return lens, [q4[b, :, :lens[b]] for b in range(batch)], qr
+
+
+def _paged_kv_batches(c, kv_heads, batch):
+    """Per-batch slices gathered from paged caches through block_table."""
+    op = c.op
+    lens = L.per_batch_lengths(op, "actual_seq_lengths_kv", c.actual_kv, batch,
+                               c.block_table.shape[1] * c.block_size)
+    require(c.block_table.shape[0] >= batch, op, "block_table rows must cover every batch")
+
+    def gather(cache):
+        if cache is None:
+            return None
+        cache_bnsd = L.paged_cache_bnsd(op, cache, kv_heads, c.block_size)
+        return [L.gather_paged(cache_bnsd, c.block_table, b, lens[b]) for b in range(batch)]
+
+    return lens, gather(c.key), gather(c.value), gather(c.key_rope)
+
+
+def _kv_batches(c, in_layout, kv_heads, batch):
+    """(kv_lens, key, value and key_rope per-batch float32 (KV_N, s, D) slices)."""
+    if c.block_table is not None:
+        return _paged_kv_batches(c, kv_heads, batch)
+    k, v, rope = c.key, c.value, c.key_rope
+    if L.is_token_layout(in_layout):
+        total = k.shape[0] if in_layout == "TND" else k.shape[1]
+        bounds = L.cumulative_bounds(c.op, "actual_seq_lengths_kv", as_int_list(c.actual_kv), total)
+        require(len(bounds) == batch, c.op,
+                "actual_seq_lengths and actual_seq_lengths_kv must have the same length")
+        slices = [L.token_slices(t, in_layout, bounds) if t is not None else None
+                  for t in (k, v, rope)]
+        return [b - a for a, b in bounds], *slices
+    seq = k.shape[2] if in_layout == "BNSD" else k.shape[1]
+    lens = L.per_batch_lengths(c.op, "actual_seq_lengths_kv", c.actual_kv, batch, seq)
+
+    def cut(t):
+        if t is None:
+            return None
+        t4 = L.to_bnsd(t, in_layout, kv_heads)
+        return [t4[b, :, :lens[b]] for b in range(batch)]
+
+    return lens, cut(k), cut(v), cut(rope)
 
 
 def run_attention(c):
@@ -247,7 +244,9 @@ def run_attention(c):
                 "learnable_sink is only supported with TND or NTD_TND layouts")
         require(dv <= 128, op, "learnable_sink needs value D <= 128")
 
-    batch, q_lens, kv_lens, qs, ks, vs, qr, krs = _batch_inputs(c, in_layout, q_heads, kv_heads)
+    q_lens, qs, qr = _query_batches(c, in_layout, q_heads)
+    batch = len(q_lens)
+    kv_lens, ks, vs, krs = _kv_batches(c, in_layout, kv_heads, batch)
     q_len_max = max(q_lens) if q_lens else 0
     if paged:
         _check_paged(c, q_len_max)
