@@ -136,9 +136,14 @@ class RuleChecks:
                 self.assertRegex(first, r"^# expect-no-match: \S", path)
             else:
                 self.assertEqual(first.strip(), f"# expect-match: {self.rule['id']}", path)
-        listed = {os.path.basename(n["file"]) for n in self.rule.get("near_misses", [])}
-        self.assertEqual(listed, {os.path.basename(p) for p in nomatches},
+        listed = {os.path.basename(n["file"]): n["reason"] for n in self.rule.get("near_misses", [])}
+        self.assertEqual(set(listed), {os.path.basename(p) for p in nomatches},
                          "RULE['near_misses'] lists exactly the nomatch fixtures")
+        for path in nomatches:
+            # The reason users see is stated once: the fixture header repeats RULE's text.
+            with open(path, encoding="utf-8") as handle:
+                header = handle.readline().strip()
+            self.assertEqual(header, f"# expect-no-match: {listed[os.path.basename(path)]}", path)
 
     def _dtypes(self):
         return self.rule.get("dtypes", ["float32", "bfloat16"])

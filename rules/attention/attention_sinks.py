@@ -144,6 +144,16 @@ def search(query, key, value, attention_mask, sinks, scaling, n_rep):
     return torch.matmul(scores, value_states)
 
 
+def search_logsumexp(query, key, value, attention_mask, sinks, scaling, n_rep):
+    k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    logits = (query @ k.transpose(-1, -2)) * scaling + attention_mask
+    sink_col = sinks.view(1, -1, 1, 1).expand(*logits.shape[:-1], 1)
+    full = torch.cat([logits, sink_col], dim=-1).float()
+    probs = torch.exp(full - torch.logsumexp(full, dim=-1, keepdim=True))
+    return probs[..., :-1].to(query.dtype) @ v
+
+
 def replace(query, key, value, attention_mask, sinks, scaling, n_rep):
     b, n, s, d = query.shape
     kvh = key.shape[1]

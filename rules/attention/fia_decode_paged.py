@@ -129,6 +129,20 @@ def search(query, key_cache, value_cache, block_table, kv_len, scaling, n_rep):
     return torch.matmul(probs, v).transpose(1, 2)
 
 
+def search_index_select(query, key_cache, value_cache, block_table, kv_len, scaling, n_rep):
+    b, max_blocks = block_table.shape
+    k = torch.index_select(key_cache, 0, block_table.reshape(-1))
+    v = torch.index_select(value_cache, 0, block_table.reshape(-1))
+    k = k.reshape(b, max_blocks * key_cache.shape[1], *key_cache.shape[2:])
+    v = v.reshape(b, max_blocks * value_cache.shape[1], *value_cache.shape[2:])
+    k = k.transpose(1, 2).repeat_interleave(n_rep, dim=1)
+    v = v.transpose(1, 2).repeat_interleave(n_rep, dim=1)
+    s = (query.transpose(1, 2) @ k.transpose(-1, -2)) * scaling
+    s = s.masked_fill((torch.arange(k.shape[2])[None, :] >= kv_len[:, None])[:, None, None, :],
+                      float("-inf"))
+    return (torch.softmax(s.float(), dim=-1).to(query.dtype) @ v).transpose(1, 2)
+
+
 def replace(query, key_cache, value_cache, block_table, kv_len, scaling, n_rep):
     num_blocks, block_size = key_cache.shape[0], key_cache.shape[1]
     return torch_npu.npu_fused_infer_attention_score(

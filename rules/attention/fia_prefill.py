@@ -84,7 +84,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 9, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "min_torch": {"search_sdpa": "2.1"},
+    "min_torch": {"search_sdpa": "2.1", "search_sdpa_is_causal": "2.1"},
     "near_misses": [
         {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
          "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},
@@ -150,6 +150,14 @@ def search_sdpa(query, key, value, attention_mask, scaling, n_rep):
     k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
     v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
     out = F.scaled_dot_product_attention(query, k, v, attn_mask=attention_mask, scale=scaling)
+    return out.transpose(1, 2)
+
+
+def search_sdpa_is_causal(query, key, value, attention_mask, scaling, n_rep):
+    # attention_mask unused: the causal structure comes from is_causal (square prefill).
+    k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    out = F.scaled_dot_product_attention(query, k, v, is_causal=True, scale=scaling)
     return out.transpose(1, 2)
 
 
