@@ -1,5 +1,6 @@
 """The stand-in torch_npu is used only when no real torch_npu can be imported."""
 import importlib
+import importlib.util
 import os
 import sys
 import tempfile
