@@ -27,6 +27,8 @@ SAFETY = {"safe", "needs_prerequisites", "display_only"}
 STAGES = {"prefill", "decode"}
 DOC_SECTIONS_EN = ["What it does", "Why", "Example", "Use instead", "Fix safety", "References"]
 DOC_SECTIONS_ZH = ["功能", "原因", "示例", "替代写法", "修复安全性", "参考"]
+SEARCH_GLOBALS = {"torch", "F", "math", "int", "float", "len", "range", "enumerate", "zip",
+                  "list", "tuple", "min", "max", "sum"}
 REQUIRED_KEYS = ["id", "module", "apis", "stages", "safety", "prerequisites", "checks",
                  "facts", "inputs", "sizes", "doc_zh"]
 
@@ -118,6 +120,25 @@ class RuleChecks:
             code = fn.__code__
             self.assertEqual(list(code.co_varnames[:code.co_argcount]), params,
                              f"{self.rule['id']}.{name} parameters must equal RULE['inputs']")
+
+    def test_search_functions_are_self_contained(self):
+        # A search body is compiled into a dataflow pattern: it may use its parameters,
+        # its own locals, torch / F / math and a few builtins, nothing else (no helpers,
+        # no torch_npu, no module state).
+        tree = ast.parse(open(self.path, encoding="utf-8").read())
+        for node in tree.body:
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("search")):
+                continue
+            bound = {a.arg for a in node.args.args}
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    bound.add(sub.id)
+                elif isinstance(sub, ast.arg):
+                    bound.add(sub.arg)
+            used = {sub.id for sub in ast.walk(node)
+                    if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load)}
+            stray = used - bound - SEARCH_GLOBALS
+            self.assertFalse(stray, f"{self.rule['id']}.{node.name} uses {sorted(stray)}")
 
     def test_fixtures(self):
         family_dir = os.path.dirname(self.path)
