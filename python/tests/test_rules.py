@@ -99,6 +99,14 @@ class RuleChecks:
             if constraint != "*":
                 self.assertIn(constraint, self.catalog[api], f"{self.rule['id']}: check {check}")
 
+    def test_every_operator_mentioned_is_catalogued(self):
+        # Documentation, rejects and code alike: a torch_npu name that the catalog lacks
+        # is either a typo or an operator npufuse knows nothing about.
+        with open(self.path, encoding="utf-8") as handle:
+            text = handle.read()
+        for name in sorted(set(re.findall(r"\bnpu_[a-z0-9_]+", text))):
+            self.assertIn(name, self.catalog, f"{self.rule['id']} mentions {name}")
+
     def test_documentation_sections(self):
         self.assertEqual(_sections(self.loaded.docstring), DOC_SECTIONS_EN, self.path)
         self.assertEqual(_sections(self.rule["doc_zh"]), DOC_SECTIONS_ZH, self.path)
