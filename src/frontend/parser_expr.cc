@@ -59,7 +59,7 @@ expr* Parser::parse_star_expressions() {
     if (!starts_expression(tok())) break;
     exprs_.push(parse_star_expression());
   }
-  return make_tuple_from(mark, start);
+  return last_bare_tuple_ = make_tuple_from(mark, start);
 }
 
 // star_expression: '*' bitwise_or | expression
@@ -409,7 +409,7 @@ void Parser::parse_call_arguments(Span<expr*>* args, Span<keyword*>* keywords, b
 expr* Parser::parse_slices() {
   const PTok& start = tok();
   expr* first = at_op(Op::Star) ? parse_star_expression() : parse_slice();
-  if (!at_op(Op::Comma)) return first;
+  if (!at_op(Op::Comma) && !as<Starred>(first)) return first;  // a[*b] is a[(*b,)]
   size_t mark = exprs_.mark();
   exprs_.push(first);
   while (accept_op(Op::Comma)) {

@@ -117,6 +117,18 @@ class Parser {
     return n;
   }
 
+  // A compound statement ends at the last token of its last block that is
+  // not NEWLINE/INDENT/DEDENT, so a trailing ';' counts, as in CPython.
+  void end_at_last_token(Node* n) {
+    size_t i = pos_;
+    while (i > 0) {
+      TokenKind k = toks_[i - 1].kind;
+      if (k != TokenKind::Newline && k != TokenKind::Indent && k != TokenKind::Dedent) break;
+      --i;
+    }
+    set_end(n, toks_[i - 1]);
+  }
+
   // ---- statements (parser_stmt.cc)
   void parse_statements_until_dedent(size_t mark);
   void parse_statement(size_t mark);
@@ -216,6 +228,7 @@ class Parser {
   std::vector<PTok> toks_;
   size_t pos_ = 0;
   size_t node_count_ = 0;
+  expr* last_bare_tuple_ = nullptr;  // the latest tuple built without parentheses
   Scratch<expr*> exprs_;
   Scratch<stmt*> stmts_;
   Scratch<keyword*> keywords_;

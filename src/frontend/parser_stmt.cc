@@ -3,13 +3,6 @@
 
 namespace npufuse::frontend::detail {
 
-namespace {
-// A compound statement ends where the last statement of its last block ends.
-template <class T>
-void end_at_last(T* n, Span<stmt*> body) {
-  Parser::set_end(n, body[body.size - 1]);
-}
-}  // namespace
 
 void Parser::parse_statement(size_t mark) {
   const PTok& t = tok();
@@ -186,7 +179,7 @@ stmt* Parser::parse_if(bool is_elif) {
   expect_op(Op::Colon, ":");
   n->body = parse_block();
   set_start(n, start);
-  end_at_last(n, n->body);
+  end_at_last_token(n);
   if (at_kw(Kw::Elif)) {
     stmt* inner = parse_if(true);
     n->orelse = arena_.copy(&inner, 1);
@@ -195,7 +188,7 @@ stmt* Parser::parse_if(bool is_elif) {
     advance();
     expect_op(Op::Colon, ":");
     n->orelse = parse_block();
-    end_at_last(n, n->orelse);
+    end_at_last_token(n);
   }
   (void)is_elif;
   return n;
@@ -208,11 +201,11 @@ stmt* Parser::parse_while() {
   expect_op(Op::Colon, ":");
   n->body = parse_block();
   set_start(n, start);
-  end_at_last(n, n->body);
+  end_at_last_token(n);
   if (accept_kw(Kw::Else)) {
     expect_op(Op::Colon, ":");
     n->orelse = parse_block();
-    end_at_last(n, n->orelse);
+    end_at_last_token(n);
   }
   return n;
 }
@@ -241,7 +234,7 @@ stmt* Parser::parse_for(const PTok* async_tok) {
     result = n;
   }
   set_start(result, start);
-  end_at_last(result, orelse.empty() ? body : orelse);
+  end_at_last_token(result);
   return result;
 }
 
@@ -295,7 +288,7 @@ stmt* Parser::parse_with(const PTok* async_tok) {
     result = n;
   }
   set_start(result, start);
-  end_at_last(result, body);
+  end_at_last_token(result);
   return result;
 }
 
@@ -323,7 +316,7 @@ stmt* Parser::parse_try() {
     expect_op(Op::Colon, ":");
     h->body = parse_block();
     set_start(h, ex);
-    end_at_last(h, h->body);
+    end_at_last_token(h);
     last = h->body;
     nodes_.push(h);
   }
@@ -353,7 +346,7 @@ stmt* Parser::parse_try() {
     result = n;
   }
   set_start(result, start);
-  end_at_last(result, last);
+  end_at_last_token(result);
   return result;
 }
 
@@ -406,7 +399,7 @@ stmt* Parser::parse_function_def(const PTok* start, Span<expr*> decorators, cons
     result = n;
   }
   set_start(result, *start);
-  end_at_last(result, body);
+  end_at_last_token(result);
   return result;
 }
 
@@ -423,7 +416,7 @@ stmt* Parser::parse_class_def(const PTok* start, Span<expr*> decorators) {
   n->decorator_list = decorators;
   n->body = parse_block();
   set_start(n, *start);
-  end_at_last(n, n->body);
+  end_at_last_token(n);
   return n;
 }
 
@@ -623,10 +616,10 @@ stmt* Parser::parse_from_import() {
     expect_op(Op::RPar, ")");
   } else {
     do {
+      if (at_kind(TokenKind::Newline) && nodes_.mark() != mark)
+        error_at(prev(), "trailing comma not allowed without surrounding parentheses");
       nodes_.push(parse_dotted_alias(false));
     } while (accept_op(Op::Comma));
-    if (at_kind(TokenKind::Newline) && prev().kind == TokenKind::Op && prev().op == Op::Comma)
-      error_at(prev(), "trailing comma not allowed without surrounding parentheses");
   }
   n->names = commit_nodes<alias>(mark);
   return finish(n, start);
@@ -719,7 +712,7 @@ stmt* Parser::try_parse_match() {
     m->cases = commit_nodes<match_case>(mark);
     set_start(m, start);
     match_case* last = m->cases[m->cases.size - 1];
-    end_at_last(m, last->body);
+    end_at_last_token(m);
     return m;
   });
 }

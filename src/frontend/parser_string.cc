@@ -120,7 +120,7 @@ static void parse_fstring_parts(Parser& p, StringBuilder& b, const PTok& t_first
                                 bool in_spec);
 
 static expr* parse_replacement_field(Parser& p, StringBuilder& outer, const PTok& t_first, const PTok& t_last,
-                                     bool raw) {
+                                     bool raw, bool in_spec) {
   const PTok& open = p.advance();  // {
   auto* fv = p.make_node<FormattedValue>();
   fv->conversion = -1;
@@ -130,7 +130,31 @@ static expr* parse_replacement_field(Parser& p, StringBuilder& outer, const PTok
       p.error_at(t, std::string("f-string: valid expression required before '") + std::string(p.text(t)) + "'");
     p.error_at(t, "f-string: valid expression required before '}'");
   }
-  fv->value = p.at_kw(Kw::Yield) ? p.parse_yield_expr() : p.parse_star_expressions();
+  if (p.at_kw(Kw::Yield)) {
+    fv->value = p.parse_yield_expr();
+  } else {
+    // 3.11 parses the field's text wrapped in parentheses: a bare tuple or
+    // generator is accepted and spans from the '{' to one past its last
+    // character, where the added ')' sits.
+    expr* value = p.parse_star_expressions();
+    if (as<Starred>(value)) p.error_at_node(value, "f-string: cannot use starred expression here");
+    bool wrapped = value == p.last_bare_tuple_;
+    if (p.at_kw(Kw::For) || (p.at_kw(Kw::Async) && p.is_kw(p.peek(), Kw::For))) {
+      auto* g = p.make_node<GeneratorExp>();
+      g->elt = value;
+      g->generators = p.parse_comprehension_clauses();
+      value = g;
+      wrapped = true;
+    }
+    if (wrapped) {
+      const PTok& closer = p.tok();
+      Parser::set_start(value, open);
+      value->end = closer.begin + 1;
+      value->end_lineno = closer.line;
+      value->end_col_offset = closer.col + 1;
+    }
+    fv->value = value;
+  }
   bool debug = false;
   if (p.at_op(Op::Equal)) {
     p.advance();
@@ -146,6 +170,7 @@ static expr* parse_replacement_field(Parser& p, StringBuilder& outer, const PTok
     p.advance();
   }
   if (p.at_op(Op::Colon)) {
+    if (in_spec) p.error_at(p.tok(), "f-string: expressions nested too deeply");
     p.advance();
     StringBuilder spec(p, outer.first, outer.last);
     spec.kind_u = outer.kind_u;
@@ -175,7 +200,7 @@ static void parse_fstring_parts(Parser& p, StringBuilder& b, const PTok& t_first
     } else if (t.kind == TokenKind::Op && t.op == Op::LBrace) {
       // The literal so far must be captured before the field's own debug
       // text joins it, so fields are parsed into a temporary first.
-      expr* field = parse_replacement_field(p, b, t_first, t_last, raw);
+      expr* field = parse_replacement_field(p, b, t_first, t_last, raw, in_spec);
       b.flush_pending(b.first, *b.last);
       p.exprs_.push(field);
     } else if (in_spec && t.kind == TokenKind::Op && t.op == Op::RBrace) {
