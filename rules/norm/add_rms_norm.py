@@ -99,13 +99,10 @@ RULE = {
 
 
 def search(residual, hidden_states, weight, eps):
-    hidden_states = residual + hidden_states
-    residual = hidden_states
-    input_dtype = hidden_states.dtype
-    hidden_states = hidden_states.to(torch.float32)
-    variance = hidden_states.pow(2).mean(-1, keepdim=True)
-    hidden_states = hidden_states * torch.rsqrt(variance + eps)
-    return weight * hidden_states.to(input_dtype), residual
+    summed = residual + hidden_states
+    h32 = summed.to(torch.float32)
+    h32 = h32 * torch.rsqrt(h32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h32.to(summed.dtype), summed
 
 
 def search_add_in_call(residual, hidden_states, weight, eps):

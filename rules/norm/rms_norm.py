@@ -11,11 +11,11 @@ Why
     x once and keeps the float32 intermediates on chip. It runs twice per decoder layer plus
     once at the end, in prefill and in decode.
 Example
-    variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
-    hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-    return self.weight * hidden_states.to(input_dtype)
+    h32 = x.to(torch.float32)
+    h32 = h32 * torch.rsqrt(h32.pow(2).mean(-1, keepdim=True) + self.eps)
+    return self.weight * h32.to(x.dtype)
 Use instead
-    return torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]
+    return torch_npu.npu_rms_norm(x, self.weight, epsilon=self.eps)[0]
 Fix safety
     Safe. The operator returns `(y, rstd)`; the replacement takes `[0]`. The fused kernel
     multiplies by the weight in float32 and rounds once, where HF code rounds to the input
@@ -70,11 +70,11 @@ RULE = {
     原写法要启动五到七个内核，每个都完整读写一遍激活；融合算子只读一次x，float32中间
     结果留在片上。每个解码层调用两次、最后再调用一次，预填充和解码阶段都受益。
 示例
-    variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
-    hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-    return self.weight * hidden_states.to(input_dtype)
+    h32 = x.to(torch.float32)
+    h32 = h32 * torch.rsqrt(h32.pow(2).mean(-1, keepdim=True) + self.eps)
+    return self.weight * h32.to(x.dtype)
 替代写法
-    return torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]
+    return torch_npu.npu_rms_norm(x, self.weight, epsilon=self.eps)[0]
 修复安全性
     安全。算子返回(y, rstd)，替换时取[0]。融合算子在float32中乘权重后只舍入一次，而HF代码
     在乘权重前先转回输入类型：bf16下会有一个最小精度单位的差异，不是逐位一致。
@@ -86,11 +86,11 @@ RULE = {
 
 
 def search(hidden_states, weight, eps):
-    input_dtype = hidden_states.dtype
-    hidden_states = hidden_states.to(torch.float32)
-    variance = hidden_states.pow(2).mean(-1, keepdim=True)
-    hidden_states = hidden_states * torch.rsqrt(variance + eps)
-    return weight * hidden_states.to(input_dtype)
+    orig_dtype = hidden_states.dtype
+    h32 = hidden_states.to(torch.float32)
+    mean_sq = h32.pow(2).mean(-1, keepdim=True)
+    h32 = h32 * torch.rsqrt(mean_sq + eps)
+    return weight * h32.to(orig_dtype)
 
 
 def search_cast_after_weight(hidden_states, weight, eps):

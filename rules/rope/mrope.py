@@ -3,8 +3,8 @@
 What it does
     Finds RoPE whose cos/sin come from three position streams (temporal, height, width):
     `position_ids` of shape (3, B, S), frequencies `position_ids[..., None] * inv_freq`,
-    and a per-section pick `cat([m[i % 3] for i, m in enumerate(cos.split(sections))])`
-    with `sections = mrope_section * 2`, applied in half mode to q and k. It proposes
+    and a per-section pick concatenating section i of each half from stream `i % 3`
+    (`split(mrope_section * 2)`), applied in half mode to q and k. It proposes
     `torch_npu.npu_mrope(positions, query, key, cos_sin_cache, head_size,
     mrope_section=mrope_section, rotary_mode='half')` on token-major (T, N*D) tensors.
 Why
@@ -13,10 +13,10 @@ Why
     k. The fused kernel gathers cos/sin from a cache by position and rotates both tensors
     in one launch.
 Example
-    mrope_section = mrope_section * 2
-    cos = torch.cat([m[i % 3] for i, m in enumerate(cos.split(mrope_section, dim=-1))],
-                    dim=-1).unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
+    widths = mrope_section * 2
+    c = torch.cat([part[i % 3] for i, part in enumerate(cos.split(widths, dim=-1))], dim=-1)
+    s = torch.cat([part[i % 3] for i, part in enumerate(sin.split(widths, dim=-1))], dim=-1)
+    q_out = q * c[:, None] + rotate_half(q) * s[:, None]
 Use instead
     # cos_sin_cache: (max_positions, rotary_dim) = [cos half | sin half], built once
     q, k = torch_npu.npu_mrope(position_ids.reshape(3, -1), q_tokens, k_tokens,
@@ -76,18 +76,18 @@ RULE = {
 
 功能
     识别cos/sin来自三路位置流（时间、高、宽）的RoPE：position_ids形状为(3, B, S)，频率为
-    position_ids[..., None] * inv_freq，按段选择cat([m[i % 3] for i, m in enumerate(
-    cos.split(sections))])，其中sections = mrope_section * 2，再以half模式作用于q和k。
+    position_ids[..., None] * inv_freq，每半部的第i段取第i % 3路位置流
+    （split(mrope_section * 2)）后拼接，再以half模式作用于q和k。
     建议在按token排列的(T, N*D)张量上调用torch_npu.npu_mrope(positions, query, key,
     cos_sin_cache, head_size, mrope_section=mrope_section, rotary_mode='half')。
 原因
     eager路径每次前向都为三路位置流重新计算频率与cos/sin，切分再拼接，然后对q、k走常规RoPE
     计算链。融合内核按位置从缓存取cos/sin，一次旋转两个张量。
 示例
-    mrope_section = mrope_section * 2
-    cos = torch.cat([m[i % 3] for i, m in enumerate(cos.split(mrope_section, dim=-1))],
-                    dim=-1).unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
+    widths = mrope_section * 2
+    c = torch.cat([part[i % 3] for i, part in enumerate(cos.split(widths, dim=-1))], dim=-1)
+    s = torch.cat([part[i % 3] for i, part in enumerate(sin.split(widths, dim=-1))], dim=-1)
+    q_out = q * c[:, None] + rotate_half(q) * s[:, None]
 替代写法
     # cos_sin_cache：(max_positions, rotary_dim) = [cos半部 | sin半部]，只构建一次
     q, k = torch_npu.npu_mrope(position_ids.reshape(3, -1), q_tokens, k_tokens,
@@ -105,17 +105,17 @@ RULE = {
 
 
 def search(q, k, position_ids, inv_freq, mrope_section, max_position_embeddings):
-    freqs = position_ids[..., None].float() * inv_freq
-    emb = torch.cat((freqs, freqs), dim=-1)
-    cos = emb.cos().to(q.dtype)
-    sin = emb.sin().to(q.dtype)
-    sections = mrope_section * 2
-    cos = torch.cat([m[i % 3] for i, m in enumerate(cos.split(sections, dim=-1))], dim=-1).unsqueeze(1)
-    sin = torch.cat([m[i % 3] for i, m in enumerate(sin.split(sections, dim=-1))], dim=-1).unsqueeze(1)
-    half = q.shape[-1] // 2
-    q_embed = (q * cos) + (torch.cat((-q[..., half:], q[..., :half]), dim=-1) * sin)
-    k_embed = (k * cos) + (torch.cat((-k[..., half:], k[..., :half]), dim=-1) * sin)
-    return q_embed, k_embed
+    angles = position_ids[..., None].float() * inv_freq
+    angles = torch.cat((angles, angles), dim=-1)
+    cos_all = angles.cos().to(q.dtype)
+    sin_all = angles.sin().to(q.dtype)
+    widths = mrope_section * 2
+    c = torch.cat([part[i % 3] for i, part in enumerate(cos_all.split(widths, dim=-1))], dim=-1)[:, None]
+    s = torch.cat([part[i % 3] for i, part in enumerate(sin_all.split(widths, dim=-1))], dim=-1)[:, None]
+    mid = q.shape[-1] // 2
+    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
+    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def replace(q, k, position_ids, inv_freq, mrope_section, max_position_embeddings):

@@ -14,9 +14,9 @@ Why
     a concat and two transcendental kernels from every step and is what lets the
     attention layers call the fused kernels directly.
 Example
-    freqs = (inv_freq[None, :, None].float() @ position_ids[:, None, :].float()).transpose(1, 2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin()
+    angles = (inv_freq[None, :, None] @ position_ids[:, None, :].float()).transpose(1, 2)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos(), angles.sin()
 Use instead
     # __init__: emb over arange(max_position_embeddings); register_buffer cos_cached, sin_cached
     cos = torch.index_select(self.cos_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
@@ -77,9 +77,9 @@ RULE = {
     cos_sin_cache）。每次前向只计算一次（而非每层、每次调用），并按算子需要的布局准备，可以
     去掉每步的一次矩阵乘、一次拼接和两个超越函数内核，也让注意力层能直接调用融合内核。
 示例
-    freqs = (inv_freq[None, :, None].float() @ position_ids[:, None, :].float()).transpose(1, 2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin()
+    angles = (inv_freq[None, :, None] @ position_ids[:, None, :].float()).transpose(1, 2)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos(), angles.sin()
 替代写法
     # __init__：对arange(max_position_embeddings)计算emb；register_buffer cos_cached、sin_cached
     cos = torch.index_select(self.cos_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
@@ -95,11 +95,11 @@ RULE = {
 
 
 def search(inv_freq, position_ids, max_position_embeddings):
-    inv_freq_expanded = inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
-    position_ids_expanded = position_ids[:, None, :].float()
-    freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos(), emb.sin()
+    f = inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+    p = position_ids[:, None, :].float()
+    angles = (f @ p).transpose(1, 2)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos(), angles.sin()
 
 
 def search_outer(inv_freq, position_ids, max_position_embeddings):

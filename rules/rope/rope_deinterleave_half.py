@@ -10,11 +10,11 @@ Why
     the fused kernel does the reorder and the rotation in one pass. DeepSeek-V2/V3/R1 and
     Kimi-K2 apply it to the 64-wide rope part of q and k in every MLA layer.
 Example
-    b, h, s, d = q.shape
-    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
+    b, n, s, d = q.shape
+    q = q.view(b, n, s, d // 2, 2).transpose(4, 3).reshape(b, n, s, d)
+    q_out = q * cos + rotate_half(q) * sin
 Use instead
-    q_embed = torch_npu.npu_interleave_rope(q, cos, sin)
+    q_out = torch_npu.npu_interleave_rope(q, cos, sin)
 Fix safety
     Safe when D = 64, cos/sin have N = 1 (shape (B, 1, S, 64)) and the dtype is float16
     or bfloat16; other D keep the torch code or use npu_rotary_mul after the reorder.
@@ -61,11 +61,11 @@ RULE = {
     重排是在常规RoPE内核之前对q、k做的一次跨步拷贝；融合内核一次完成重排和旋转。
     DeepSeek-V2/V3/R1与Kimi-K2在每个MLA层对q、k的64维rope部分都这样做。
 示例
-    b, h, s, d = q.shape
-    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
+    b, n, s, d = q.shape
+    q = q.view(b, n, s, d // 2, 2).transpose(4, 3).reshape(b, n, s, d)
+    q_out = q * cos + rotate_half(q) * sin
 替代写法
-    q_embed = torch_npu.npu_interleave_rope(q, cos, sin)
+    q_out = torch_npu.npu_interleave_rope(q, cos, sin)
 修复安全性
     在D = 64、cos/sin的N = 1（形状(B, 1, S, 64)）且类型为float16或bfloat16时安全；其他D保留
     torch代码，或在重排后使用npu_rotary_mul。
@@ -77,15 +77,14 @@ RULE = {
 
 
 def search(q, k, cos, sin):
-    b, h, s, d = q.shape
-    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
-    b, h, s, d = k.shape
-    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
-    q1, q2 = q[..., : d // 2], q[..., d // 2:]
-    k1, k2 = k[..., : d // 2], k[..., d // 2:]
-    q_embed = (q * cos) + (torch.cat((-q2, q1), dim=-1) * sin)
-    k_embed = (k * cos) + (torch.cat((-k2, k1), dim=-1) * sin)
-    return q_embed, k_embed
+    bq, nq, sq, dq = q.shape
+    bk, nk, sk, dk = k.shape
+    q = q.view(bq, nq, sq, dq // 2, 2).transpose(4, 3).reshape(bq, nq, sq, dq)
+    k = k.view(bk, nk, sk, dk // 2, 2).transpose(4, 3).reshape(bk, nk, sk, dk)
+    mid = dq // 2
+    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
+    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    return q * cos + q_turned * sin, k * cos + k_turned * sin
 
 
 def search_even_odd_cat(q, k, cos, sin):

@@ -10,10 +10,9 @@ Why
     slices, a negation, a concat, two multiplies, an add, plus the broadcasts). The fused
     kernel does q and k in one launch. Every layer runs it in prefill and in decode.
 Example
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q_out = q * c + rotate_half(q) * s
+    k_out = k * c + rotate_half(k) * s
 Use instead
     # q, k as (B, S, N, D) before the head transpose, cos/sin as (B, S, 1, D)
     q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2), sin.unsqueeze(2),
@@ -78,10 +77,9 @@ RULE = {
     eager方式每个张量约十个逐元素内核（两次切片、取负、拼接、两次乘法、加法及广播）；融合
     内核一次处理q和k。每层在预填充和解码阶段都会执行。
 示例
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q_out = q * c + rotate_half(q) * s
+    k_out = k * c + rotate_half(k) * s
 替代写法
     # q、k为头转置之前的(B, S, N, D)，cos/sin为(B, S, 1, D)
     q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2), sin.unsqueeze(2),
@@ -100,15 +98,12 @@ RULE = {
 
 
 def search(q, k, cos, sin):
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q1 = q[..., : q.shape[-1] // 2]
-    q2 = q[..., q.shape[-1] // 2:]
-    k1 = k[..., : k.shape[-1] // 2]
-    k2 = k[..., k.shape[-1] // 2:]
-    q_embed = (q * cos) + (torch.cat((-q2, q1), dim=-1) * sin)
-    k_embed = (k * cos) + (torch.cat((-k2, k1), dim=-1) * sin)
-    return q_embed, k_embed
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    mid = q.shape[-1] // 2
+    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
+    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def search_chunk(q, k, cos, sin):

@@ -12,10 +12,9 @@ Why
     head_dim other than 64/128 (any even D below 896), HF's BNSD tensors without a
     transpose, or cos/sin in another dtype on products with mixed-precision support.
 Example
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q_out = q * c + rotate_half(q) * s
+    k_out = k * c + rotate_half(k) * s
 Use instead
     q_embed = torch_npu.npu_rotary_mul(q, cos.unsqueeze(1), sin.unsqueeze(1))
     k_embed = torch_npu.npu_rotary_mul(k, cos.unsqueeze(1), sin.unsqueeze(1))
@@ -79,10 +78,9 @@ RULE = {
     内核只需一个。当npu_apply_rotary_pos_emb的条件不满足时选用它：head_dim不是64/128（任意小于
     896的偶数D）、HF的BNSD张量不想转置，或在支持混合精度的产品上cos/sin类型不同。
 示例
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
+    c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+    q_out = q * c + rotate_half(q) * s
+    k_out = k * c + rotate_half(k) * s
 替代写法
     q_embed = torch_npu.npu_rotary_mul(q, cos.unsqueeze(1), sin.unsqueeze(1))
     k_embed = torch_npu.npu_rotary_mul(k, cos.unsqueeze(1), sin.unsqueeze(1))
@@ -99,15 +97,12 @@ RULE = {
 
 
 def search(q, k, cos, sin):
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    q1 = q[..., : q.shape[-1] // 2]
-    q2 = q[..., q.shape[-1] // 2:]
-    k1 = k[..., : k.shape[-1] // 2]
-    k2 = k[..., k.shape[-1] // 2:]
-    q_embed = (q * cos) + (torch.cat((-q2, q1), dim=-1) * sin)
-    k_embed = (k * cos) + (torch.cat((-k2, k1), dim=-1) * sin)
-    return q_embed, k_embed
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    mid = q.shape[-1] // 2
+    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
+    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def search_chunk(q, k, cos, sin):

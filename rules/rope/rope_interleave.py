@@ -1,7 +1,7 @@
 """Interleaved (GPT-J style, even/odd pairs) RoPE becomes `npu_rotary_mul(rotary_mode='interleave')`.
 
 What it does
-    Finds RoPE that rotates adjacent pairs `(x[2i], x[2i+1])`: `rotate_every_two` built
+    Finds RoPE that rotates adjacent pairs `(x[2i], x[2i+1])`: a pair rotation built
     with `stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)`, or the explicit even/odd
     formula, with cos/sin of width D/2 repeated element-wise (`repeat_interleave(.., 2)`).
     It proposes `torch_npu.npu_rotary_mul(x, cos2, sin2, rotary_mode='interleave')` per
@@ -11,9 +11,9 @@ Why
     top of the multiplies; the fused kernel reads x once. GPT-J, CodeGen, GLM and the MLA
     rope part of DeepSeek use this convention.
 Example
-    sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
-    cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
-    return (x * cos) + (rotate_every_two(x) * sin)
+    c = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+    s = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+    return x * c + pair_turn(x) * s
 Use instead
     cos2 = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
     sin2 = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
@@ -68,16 +68,16 @@ RULE = {
 
 功能
     识别旋转相邻元素对(x[2i], x[2i+1])的RoPE：用stack((-x[..., 1::2], x[..., ::2]), -1)
-    .flatten(-2)构造的rotate_every_two，或显式奇偶公式，cos/sin宽度为D/2并逐元素重复
+    .flatten(-2)构造的相邻元素对旋转，或显式奇偶公式，cos/sin宽度为D/2并逐元素重复
     （repeat_interleave(.., 2)）。建议对每个张量调用torch_npu.npu_rotary_mul(x, cos2, sin2,
     rotary_mode='interleave')，其中cos2 = repeat_interleave(cos, 2, -1)。
 原因
     奇偶写法在乘法之外还要两次跨步取数、一次stack和flatten；融合内核只读一次x。GPT-J、
     CodeGen、GLM以及DeepSeek MLA的rope部分都使用此约定。
 示例
-    sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
-    cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
-    return (x * cos) + (rotate_every_two(x) * sin)
+    c = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+    s = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+    return x * c + pair_turn(x) * s
 替代写法
     cos2 = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
     sin2 = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
@@ -94,11 +94,11 @@ RULE = {
 
 
 def search(q, k, cos, sin):
-    sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
-    cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
-    q_rot = torch.stack((-q[:, :, :, 1::2], q[:, :, :, ::2]), dim=-1).flatten(-2)
-    k_rot = torch.stack((-k[:, :, :, 1::2], k[:, :, :, ::2]), dim=-1).flatten(-2)
-    return (q * cos) + (q_rot * sin), (k * cos) + (k_rot * sin)
+    c = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+    s = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+    q_turned = torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2)
+    k_turned = torch.stack((-k[..., 1::2], k[..., ::2]), dim=-1).flatten(-2)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def search_even_odd(q, k, cos, sin):

@@ -11,9 +11,8 @@ Why
     view back, cast), with complex tensors the NPU handles poorly. Real-valued cos/sin
     and one fused kernel avoid both.
 Example
-    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
-    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
-    return xq_out.type_as(xq)
+    pairs = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs_cis).flatten(3).type_as(xq)
 Use instead
     cos = freqs_cis.real.repeat_interleave(2, dim=-1)[None, :, None, :].to(xq.dtype)
     sin = freqs_cis.imag.repeat_interleave(2, dim=-1)[None, :, None, :].to(xq.dtype)
@@ -77,9 +76,8 @@ RULE = {
     复数乘法在float32下由多个独立内核完成（view、类型转换、复数乘、view回、类型转换），且
     NPU对复数张量支持不佳。实数cos/sin加一个融合内核可同时避免这两点。
 示例
-    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
-    xq_out = torch.view_as_real(xq_ * freqs_cis).flatten(3)
-    return xq_out.type_as(xq)
+    pairs = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    return torch.view_as_real(pairs * freqs_cis).flatten(3).type_as(xq)
 替代写法
     cos = freqs_cis.real.repeat_interleave(2, dim=-1)[None, :, None, :].to(xq.dtype)
     sin = freqs_cis.imag.repeat_interleave(2, dim=-1)[None, :, None, :].to(xq.dtype)
@@ -96,12 +94,12 @@ RULE = {
 
 
 def search(xq, xk, freqs_cis):
-    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
-    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
-    freqs = freqs_cis.view(1, xq_.shape[1], 1, xq_.shape[-1])
-    xq_out = torch.view_as_real(xq_ * freqs).flatten(3)
-    xk_out = torch.view_as_real(xk_ * freqs).flatten(3)
-    return xq_out.type_as(xq), xk_out.type_as(xk)
+    q_pairs = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    k_pairs = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    table = freqs_cis.view(1, q_pairs.shape[1], 1, q_pairs.shape[-1])
+    q_out = torch.view_as_real(q_pairs * table).flatten(3)
+    k_out = torch.view_as_real(k_pairs * table).flatten(3)
+    return q_out.type_as(xq), k_out.type_as(xk)
 
 
 def search_unsqueeze_table(xq, xk, freqs_cis):

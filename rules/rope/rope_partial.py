@@ -11,11 +11,11 @@ Why
     width (D of q = D of cos, 64 or 128) and crashes otherwise, so partial rotary goes
     through the slice.
 Example
-    rotary_dim = cos.shape[-1]
-    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
-    q_embed = torch.cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
+    width = cos.shape[-1]
+    q_head, q_tail = q[..., :width], q[..., width:]
+    q_out = torch.cat([q_head * cos + rotate_half(q_head) * sin, q_tail], dim=-1)
 Use instead
-    q_embed = torch.cat([torch_npu.npu_rotary_mul(q_rot, cos, sin), q_pass], dim=-1)
+    q_out = torch.cat([torch_npu.npu_rotary_mul(q_head, cos, sin), q_tail], dim=-1)
 Fix safety
     Safe under npu_rotary_mul's conditions on the rotated width (even, below 896). The
     rule keeps the mode of the rotated part: a half split here; an interleaved partial
@@ -63,11 +63,11 @@ RULE = {
     被旋转部分同样需要约十个逐元素内核，融合内核可替代它们。npu_apply_rotary_pos_emb要求
     cos/sin覆盖完整头宽（q与cos的D相同，为64或128），否则报错，因此部分旋转走切片路径。
 示例
-    rotary_dim = cos.shape[-1]
-    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
-    q_embed = torch.cat([(q_rot * cos) + (rotate_half(q_rot) * sin), q_pass], dim=-1)
+    width = cos.shape[-1]
+    q_head, q_tail = q[..., :width], q[..., width:]
+    q_out = torch.cat([q_head * cos + rotate_half(q_head) * sin, q_tail], dim=-1)
 替代写法
-    q_embed = torch.cat([torch_npu.npu_rotary_mul(q_rot, cos, sin), q_pass], dim=-1)
+    q_out = torch.cat([torch_npu.npu_rotary_mul(q_head, cos, sin), q_tail], dim=-1)
 修复安全性
     在npu_rotary_mul对旋转宽度的条件下（偶数、小于896）安全。规则保持旋转部分的模式：此处
     为half；交错式部分旋转（GLM）使用rotary_mode='interleave'，并随该事实一并报告。
@@ -79,16 +79,15 @@ RULE = {
 
 
 def search(q, k, cos, sin):
-    cos = cos.unsqueeze(1)
-    sin = sin.unsqueeze(1)
-    rotary_dim = cos.shape[-1]
-    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
-    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
-    q1, q2 = q_rot[..., : rotary_dim // 2], q_rot[..., rotary_dim // 2:]
-    k1, k2 = k_rot[..., : rotary_dim // 2], k_rot[..., rotary_dim // 2:]
-    q_embed = (q_rot * cos) + (torch.cat((-q2, q1), dim=-1) * sin)
-    k_embed = (k_rot * cos) + (torch.cat((-k2, k1), dim=-1) * sin)
-    return torch.cat([q_embed, q_pass], dim=-1), torch.cat([k_embed, k_pass], dim=-1)
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    width = c.shape[-1]
+    mid = width // 2
+    q_head, q_tail = q[..., :width], q[..., width:]
+    k_head, k_tail = k[..., :width], k[..., width:]
+    q_head = q_head * c + torch.cat((-q_head[..., mid:], q_head[..., :mid]), dim=-1) * s
+    k_head = k_head * c + torch.cat((-k_head[..., mid:], k_head[..., :mid]), dim=-1) * s
+    return torch.cat([q_head, q_tail], dim=-1), torch.cat([k_head, k_tail], dim=-1)
 
 
 def search_split(q, k, cos, sin):
