@@ -11,11 +11,11 @@ Why
     whole score matrix and an extra slice. Only the v2 operator has a sink input; v1
     cannot express it.
 Example
-    sinks = module.sinks.reshape(1, -1, 1, 1).expand(q.shape[0], -1, q.shape[-2], -1)
-    combined = torch.cat([attn_weights, sinks], dim=-1)
-    combined = combined - combined.max(dim=-1, keepdim=True).values
-    probs = F.softmax(combined, dim=-1, dtype=combined.dtype)
-    out = torch.matmul(probs[..., :-1], value_states)
+    sink_col = self.sinks.reshape(1, -1, 1, 1).expand(b, -1, q_len, -1)
+    with_sink = torch.cat([logits, sink_col], dim=-1)
+    with_sink = with_sink - with_sink.max(dim=-1, keepdim=True).values
+    probs = F.softmax(with_sink, dim=-1, dtype=with_sink.dtype)
+    out = torch.matmul(probs[..., :-1], v_full)
 Use instead
     out = torch_npu.npu_fused_infer_attention_score_v2(
         q_tnd, k_tnd, v_tnd, num_query_heads=N, num_key_value_heads=KVN,
@@ -107,11 +107,11 @@ RULE = {
     除常规eager注意力开销外，sink列还迫使对整个分数矩阵做一次拼接和一次切片。只有v2算子有sink
     输入，v1无法表达。
 示例
-    sinks = module.sinks.reshape(1, -1, 1, 1).expand(q.shape[0], -1, q.shape[-2], -1)
-    combined = torch.cat([attn_weights, sinks], dim=-1)
-    combined = combined - combined.max(dim=-1, keepdim=True).values
-    probs = F.softmax(combined, dim=-1, dtype=combined.dtype)
-    out = torch.matmul(probs[..., :-1], value_states)
+    sink_col = self.sinks.reshape(1, -1, 1, 1).expand(b, -1, q_len, -1)
+    with_sink = torch.cat([logits, sink_col], dim=-1)
+    with_sink = with_sink - with_sink.max(dim=-1, keepdim=True).values
+    probs = F.softmax(with_sink, dim=-1, dtype=with_sink.dtype)
+    out = torch.matmul(probs[..., :-1], v_full)
 替代写法
     out = torch_npu.npu_fused_infer_attention_score_v2(
         q_tnd, k_tnd, v_tnd, num_query_heads=N, num_key_value_heads=KVN,
@@ -134,14 +134,12 @@ RULE = {
 def search(query, key, value, attention_mask, sinks, scaling, n_rep):
     key_states = torch.repeat_interleave(key, dim=1, repeats=n_rep)
     value_states = torch.repeat_interleave(value, dim=1, repeats=n_rep)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    attn_weights = attn_weights + attention_mask
-    sink_logits = sinks.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], -1)
-    combined = torch.cat([attn_weights, sink_logits], dim=-1)
-    combined = combined - combined.max(dim=-1, keepdim=True).values
-    probs = F.softmax(combined.float(), dim=-1).to(query.dtype)
-    scores = probs[..., :-1]
-    return torch.matmul(scores, value_states)
+    logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling + attention_mask
+    sink_col = sinks.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], -1)
+    with_sink = torch.cat([logits, sink_col], dim=-1)
+    with_sink = with_sink - with_sink.max(dim=-1, keepdim=True).values
+    probs = F.softmax(with_sink.float(), dim=-1).to(query.dtype)
+    return torch.matmul(probs[..., :-1], value_states)
 
 
 def search_logsumexp(query, key, value, attention_mask, sinks, scaling, n_rep):

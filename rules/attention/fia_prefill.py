@@ -14,14 +14,12 @@ Why
     The fused kernel tiles over the sequence with the softmax on chip and reads the
     shared K/V heads directly: memory goes from O(S²) to O(S).
 Example
-    key_states = repeat_kv(key, module.num_key_value_groups)
-    value_states = repeat_kv(value, module.num_key_value_groups)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    attn_weights = attn_weights + causal_mask
-    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2)
+    k_full, v_full = expand_kv_heads(key, n_rep), expand_kv_heads(value, n_rep)
+    logits = torch.matmul(query, k_full.transpose(2, 3)) * scaling + causal_mask
+    probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(probs, v_full).transpose(1, 2)
 Use instead
-    attn_output = torch_npu.npu_fused_infer_attention_score(
+    out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
         scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
 Fix safety
@@ -104,14 +102,12 @@ RULE = {
     查询组重复K/V。融合内核沿序列分块、softmax在片上完成，直接读取共享的K/V头：显存从O(S²)
     降到O(S)。
 示例
-    key_states = repeat_kv(key, module.num_key_value_groups)
-    value_states = repeat_kv(value, module.num_key_value_groups)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    attn_weights = attn_weights + causal_mask
-    attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    attn_output = torch.matmul(attn_weights, value_states).transpose(1, 2)
+    k_full, v_full = expand_kv_heads(key, n_rep), expand_kv_heads(value, n_rep)
+    logits = torch.matmul(query, k_full.transpose(2, 3)) * scaling + causal_mask
+    probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    out = torch.matmul(probs, v_full).transpose(1, 2)
 替代写法
-    attn_output = torch_npu.npu_fused_infer_attention_score(
+    out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
         scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
 修复安全性
@@ -128,14 +124,12 @@ RULE = {
 
 
 def search(query, key, value, attention_mask, scaling, n_rep):
-    b, kvh, s, d = key.shape
-    key_states = key[:, :, None, :, :].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)
-    value_states = value[:, :, None, :, :].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-    attn_weights = attn_weights + attention_mask
-    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    attn_output = torch.matmul(attn_weights, value_states)
-    return attn_output.transpose(1, 2).contiguous()
+    b, groups, s, d = key.shape
+    k_full = key[:, :, None, :, :].expand(b, groups, n_rep, s, d).reshape(b, groups * n_rep, s, d)
+    v_full = value[:, :, None, :, :].expand(b, groups, n_rep, s, d).reshape(b, groups * n_rep, s, d)
+    logits = torch.matmul(query, k_full.transpose(2, 3)) * scaling + attention_mask
+    probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(probs, v_full).transpose(1, 2).contiguous()
 
 
 def search_repeat_interleave(query, key, value, attention_mask, scaling, n_rep):

@@ -8,7 +8,7 @@ Why
     About eight element-wise kernels over the FFN's widest tensor become one (GPT-2,
     Gemma, Phi MLPs).
 Example
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 Use instead
     return torch_npu.npu_gelu(x, approximate='tanh')
 Fix safety
@@ -58,7 +58,7 @@ RULE = {
 原因
     FFN最宽张量上约八个逐元素内核合并为一个（GPT-2、Gemma、Phi的MLP）。
 示例
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 替代写法
     return torch_npu.npu_gelu(x, approximate='tanh')
 修复安全性
@@ -71,7 +71,7 @@ RULE = {
 
 
 def search(x):
-    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x.pow(3))))
 
 
 def search_cube_product(x):

@@ -10,10 +10,10 @@ Why
     read of x), and silu, the multiply and their intermediates become one kernel. The
     MLP is the largest block of every dense layer, in prefill and in decode.
 Example
-    return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+    return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
 Use instead
-    # at load time: self.gate_up_proj.weight = cat([gate_proj.weight, up_proj.weight], 0)
-    return self.down_proj(torch_npu.npu_swiglu(self.gate_up_proj(x), dim=-1))
+    # at load time: self.w_gate_up.weight = cat([w_gate.weight, w_up.weight], 0)
+    return self.w_down(torch_npu.npu_swiglu(self.w_gate_up(x), dim=-1))
 Fix safety
     Needs prerequisites. The weights are merged in the order `[gate, up]`:
     npu_swiglu applies silu to the FIRST half; `[up, gate]` silently computes
@@ -73,10 +73,10 @@ RULE = {
     同一输入上的两个GEMM合并为一个更宽的GEMM（更好地利用cube单元，只读一次x），silu、乘法
     及其中间结果合并为一个内核。MLP是每个稠密层最大的模块，预填充和解码都受益。
 示例
-    return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+    return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
 替代写法
-    # 加载时：self.gate_up_proj.weight = cat([gate_proj.weight, up_proj.weight], 0)
-    return self.down_proj(torch_npu.npu_swiglu(self.gate_up_proj(x), dim=-1))
+    # 加载时：self.w_gate_up.weight = cat([w_gate.weight, w_up.weight], 0)
+    return self.w_down(torch_npu.npu_swiglu(self.w_gate_up(x), dim=-1))
 修复安全性
     需要前置改造。权重须按[gate, up]顺序合并：npu_swiglu对前一半做silu，若顺序为[up, gate]会
     静默算成silu(up) * gate。合并可机械完成（加载时权重钩子）。仅适用于act_fn = silu且两个

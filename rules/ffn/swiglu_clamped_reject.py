@@ -13,13 +13,11 @@ Why
     activation silently (pitfalls 3.3). npu_clipped_swiglu implements exactly the GPT-OSS
     formula in one kernel.
 Example
-    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
-    gate = gate.clamp(min=None, max=self.limit)
-    up = up.clamp(min=-self.limit, max=self.limit)
-    glu = gate * torch.sigmoid(gate * self.alpha)
-    return (up + 1) * glu
+    g = gate_up[..., ::2].clamp(max=limit)
+    u = gate_up[..., 1::2].clamp(-limit, limit)
+    return (u + 1) * g * torch.sigmoid(alpha * g)
 Use instead
-    return torch_npu.npu_clipped_swiglu(gate_up, alpha=self.alpha, limit=self.limit,
+    return torch_npu.npu_clipped_swiglu(gate_up, alpha=alpha, limit=limit,
                                         bias=1.0, interleaved=True)
 Fix safety
     Safe with npu_clipped_swiglu under its checks (A2/A3, even split axis, contiguous
@@ -77,13 +75,11 @@ RULE = {
     把该计算链映射过去会静默改变每个激活（pitfalls 3.3）。npu_clipped_swiglu用一个内核精确实现
     GPT-OSS公式。
 示例
-    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
-    gate = gate.clamp(min=None, max=self.limit)
-    up = up.clamp(min=-self.limit, max=self.limit)
-    glu = gate * torch.sigmoid(gate * self.alpha)
-    return (up + 1) * glu
+    g = gate_up[..., ::2].clamp(max=limit)
+    u = gate_up[..., 1::2].clamp(-limit, limit)
+    return (u + 1) * g * torch.sigmoid(alpha * g)
 替代写法
-    return torch_npu.npu_clipped_swiglu(gate_up, alpha=self.alpha, limit=self.limit,
+    return torch_npu.npu_clipped_swiglu(gate_up, alpha=alpha, limit=limit,
                                         bias=1.0, interleaved=True)
 修复安全性
     在npu_clipped_swiglu的检查条件下安全（A2/A3，拆分轴为偶数，输入连续）。cann-recipes上的
@@ -97,11 +93,9 @@ RULE = {
 
 
 def search(gate_up, alpha, limit):
-    gate, up = gate_up[..., ::2], gate_up[..., 1::2]
-    gate = gate.clamp(min=None, max=limit)
-    up = up.clamp(min=-limit, max=limit)
-    glu = gate * torch.sigmoid(gate * alpha)
-    return (up + 1) * glu
+    g = gate_up[..., ::2].clamp(min=None, max=limit)
+    u = gate_up[..., 1::2].clamp(min=-limit, max=limit)
+    return (u + 1) * (g * torch.sigmoid(g * alpha))
 
 
 def search_torch_clamp(gate_up, alpha, limit):

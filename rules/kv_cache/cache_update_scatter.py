@@ -2,8 +2,8 @@
 
 What it does
     Finds the write of this step's keys (or values) into a preallocated cache at
-    consecutive positions along the sequence axis: HF StaticCache's
-    `k_out.index_copy_(2, cache_position, key_states)` or the slice assignment
+    consecutive positions along the sequence axis: a static cache's
+    `cache.index_copy_(2, cache_position, key_states)` or the slice assignment
     `cache[:, :, start:start + s] = key_states`. It proposes
     `torch_npu.scatter_update_(cache, kv_len, key_states, -2)` with one start position
     per sequence.
@@ -13,11 +13,11 @@ Why
     module), and it takes a start per sequence, so batches with different lengths need
     no per-sequence loop.
 Example
-    k_out.index_copy_(2, cache_position, key_states)
-    v_out.index_copy_(2, cache_position, value_states)
+    self.k_cache.index_copy_(2, positions, k_new)
+    self.v_cache.index_copy_(2, positions, v_new)
 Use instead
-    torch_npu.scatter_update_(k_out, kv_len, key_states, -2)
-    torch_npu.scatter_update_(v_out, kv_len, value_states, -2)
+    torch_npu.scatter_update_(self.k_cache, kv_len, k_new, -2)
+    torch_npu.scatter_update_(self.v_cache, kv_len, v_new, -2)
 Fix safety
     Needs prerequisites: a static cache (kv_cache.static_cache_prerequisite) and a
     per-sequence start tensor `kv_len` (int32/int64, one entry per batch row) kept by the
@@ -64,19 +64,19 @@ RULE = {
     "doc_zh": """把新K/V连续写入静态缓存的操作替换为按kv_len的scatter_update_。
 
 功能
-    识别把本步的key（或value）写入预分配缓存、沿序列轴连续位置的写法：HF StaticCache的
-    k_out.index_copy_(2, cache_position, key_states)，或切片赋值cache[:, :, start:start + s] =
+    识别把本步的key（或value）写入预分配缓存、沿序列轴连续位置的写法：静态缓存的
+    cache.index_copy_(2, cache_position, key_states)，或切片赋值cache[:, :, start:start + s] =
     key_states。建议改为torch_npu.scatter_update_(cache, kv_len, key_states, -2)，每条序列一个
     起始位置。
 原因
     index_copy_和切片写入走通用索引内核；scatter_update_是专家移植使用的原地缓存写入（torchair
     llama、cann-recipes GQA模块），且每条序列有自己的起始位置，长度不同的batch无需逐序列循环。
 示例
-    k_out.index_copy_(2, cache_position, key_states)
-    v_out.index_copy_(2, cache_position, value_states)
+    self.k_cache.index_copy_(2, positions, k_new)
+    self.v_cache.index_copy_(2, positions, v_new)
 替代写法
-    torch_npu.scatter_update_(k_out, kv_len, key_states, -2)
-    torch_npu.scatter_update_(v_out, kv_len, value_states, -2)
+    torch_npu.scatter_update_(self.k_cache, kv_len, k_new, -2)
+    torch_npu.scatter_update_(self.v_cache, kv_len, v_new, -2)
 修复安全性
     需要前置改造：静态缓存（kv_cache.static_cache_prerequisite），以及由解码循环维护的每序列起始
     位置张量kv_len（int32/int64，每个batch行一个值）；共享cache_position时即cache_position[0]的
