@@ -11,9 +11,9 @@ Why
     towards zero, a silent numerical change. This rule exists so that a porting engineer
     sees the trap next to the chain.
 Example
-    output = self._norm(x.float())
-    output = output * (1.0 + self.weight.float())
-    return output.type_as(x)
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+    return (h * (1.0 + self.weight.float())).type_as(x)
 Use instead
     return torch_npu.npu_gemma_rms_norm(x, self.weight, self.eps)[0]
     # or, with gamma = (1.0 + self.weight.float()) computed once after loading:
@@ -72,9 +72,9 @@ RULE = {
     把weight作为gamma会丢掉+1：权重接近0时输出趋近于0，是静默的数值错误。本规则让移植
     工程师在该计算链旁边看到这个陷阱。
 示例
-    output = self._norm(x.float())
-    output = output * (1.0 + self.weight.float())
-    return output.type_as(x)
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+    return (h * (1.0 + self.weight.float())).type_as(x)
 替代写法
     return torch_npu.npu_gemma_rms_norm(x, self.weight, self.eps)[0]
     # 或在加载后计算一次 gamma = (1.0 + self.weight.float())：
@@ -91,10 +91,9 @@ RULE = {
 
 
 def search(x, weight, eps):
-    output = x.float()
-    output = output * torch.rsqrt(output.pow(2).mean(-1, keepdim=True) + eps)
-    output = output * (1.0 + weight.float())
-    return output.type_as(x)
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return (h * (1.0 + weight.float())).type_as(x)
 
 
 def search_offset_after_cast(x, weight, eps):
