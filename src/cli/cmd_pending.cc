@@ -28,16 +28,6 @@ struct PendingOptions {
 
 }  // namespace
 
-Registered register_inspect(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("inspect", "Workflow step 1: module tree, dataflow and sub-chain inventory");
-  static PendingOptions o;
-  cmd->add_option("paths", o.paths, "Model files or directories")->required();
-  cmd->add_option("--config", o.config, "HF-style config.json binding the model's symbols");
-  cmd->add_option("--format", o.format, "md or json")->check(CLI::IsMember({"md", "json"}));
-  cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
-  return {cmd, not_yet("inspect", "the model-understanding stage (src/model/) is not built yet")};
-}
-
 Registered register_analyze(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("analyze", "Workflow steps 2-4: match, check and review fusion candidates");
   static PendingOptions o;

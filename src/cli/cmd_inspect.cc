@@ -1,0 +1,59 @@
+// npufuse inspect PATH... [--config FILE] [--format md|json] [--lang en|zh]
+// Workflow step 1: what the model is made of, read statically.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "frontend/diagnostic.h"
+#include "model/inventory.h"
+#include "model/inventory_json.h"
+#include "model/inventory_markdown.h"
+#include "util/file_io.h"
+
+namespace npufuse::cli {
+
+namespace {
+
+struct InspectOptions {
+  std::vector<std::string> paths;
+  std::string config;
+  std::string format = "md";
+  std::string lang = "en";
+};
+
+int run_inspect(const InspectOptions& o) {
+  try {
+    model::ModelConfig config;
+    if (!o.config.empty()) config = model::ModelConfig::load(o.config);
+    model::SourceSet sources = model::SourceSet::load(o.paths);
+    model::Inventory inv = model::build_inventory(sources, config);
+    std::string text = o.format == "json" ? model::inventory_to_json(inv).dump(2) + "\n"
+                                          : model::inventory_to_markdown(inv, o.lang == "zh" ? model::Lang::Zh : model::Lang::En);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return kOk;
+  } catch (const frontend::SyntaxError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}\n", e.diagnostic().format());
+  } catch (const FileError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "npufuse inspect: {}\n", e.what());
+  }
+  return kUsage;
+}
+
+}  // namespace
+
+Registered register_inspect(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("inspect", "Workflow step 1: module tree, dataflow and sub-chain inventory");
+  static InspectOptions o;
+  cmd->add_option("paths", o.paths, "Model files or directories")->required();
+  cmd->add_option("--config", o.config, "HF-style config.json binding the model's symbols");
+  cmd->add_option("--format", o.format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
+  return {cmd, [] { return run_inspect(o); }};
+}
+
+}  // namespace npufuse::cli

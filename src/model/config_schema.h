@@ -1,0 +1,40 @@
+#pragma once
+// How the model's code names config fields. HF models read `config.X` where
+// X is the config.json key; standalone scripts define their own argument
+// dataclass (`ModelArgs.dim`) and a function that fills it from config.json
+// (`dim=cfg["hidden_size"]`). The schema maps such a class's fields to
+// config.json keys and keeps each field's default, so `args.dim` resolves to
+// `hidden_size` and its value.
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "model/source_set.h"
+
+namespace npufuse::model {
+
+struct ConfigField {
+  std::string key;                     // dotted config.json key the field is filled from
+  const ast::expr* default_value = nullptr;  // the class's default, or the mapping's
+  const ModelFile* file = nullptr;
+};
+
+class ConfigSchema {
+ public:
+  static ConfigSchema discover(const SourceSet& sources);
+
+  // Whether a class of this name holds configuration (a local dataclass or
+  // *Config/*Args class, or a known HF config base).
+  bool is_config_class(std::string_view name) const;
+  // The field of `cls` called `attr`: its config.json key (the attribute
+  // name itself when nothing maps it) and default.
+  ConfigField field(std::string_view cls, std::string_view attr) const;
+
+ private:
+  std::map<std::string, std::map<std::string, ConfigField, std::less<>>, std::less<>> classes_;
+};
+
+// Names that conventionally hold the model config in `__init__(self, config)`.
+bool is_config_parameter_name(std::string_view name);
+
+}  // namespace npufuse::model

@@ -1,0 +1,52 @@
+#include "model/inventory.h"
+
+#include <map>
+
+namespace npufuse::model {
+
+const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts() {
+  static const std::vector<std::pair<std::string, std::string>> parts = {
+      {"dataflow", "SSA values per forward and helper, with canonical op names"},
+      {"sub_chains", "attention (norm, QKV, RoPE, cache write/read, core, O) and MoE (gate, top-k, dispatch, experts, combine, shared experts) spans"},
+      {"branches", "prefill/decode, quantised, TP/EP/DP and training-only branch classes"},
+      {"consumers", "uses of each value, including those that escape a chain"},
+      {"cache", "KV-cache organisation (contiguous/paged) and write-index semantics"},
+      {"layouts", "tensor layouts at the attention core (BNSD/BSND/TND)"},
+  };
+  return parts;
+}
+
+Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
+  Inventory inv;
+  for (const auto& f : sources.files()) inv.files.push_back(f->path);
+  inv.config_path = config.loaded() ? config.origin() : "";
+
+  ConfigSchema schema = ConfigSchema::discover(sources);
+  Evaluator ev(sources, config, schema);
+  RoleTable roles = RoleTable::infer(sources, ev);
+  for (const ClassDecl* c : roles.module_classes()) {
+    ClassSummary s;
+    s.cls = c;
+    s.where = c->file->span_of(c->node);
+    for (const ast::expr* b : c->node->bases) s.bases.emplace_back(c->file->text_of(b));
+    if (const ClassRole* r = roles.find(c->node->name)) s.role = *r;
+    if (const ClassInstance* inst = roles.standalone(c->node->name)) s.attributes = inst->attributes;
+    inv.classes.push_back(std::move(s));
+  }
+  inv.structure = build_structure(sources, ev, roles);
+  inv.facts = bind_facts(config);
+
+  std::map<std::string, size_t> index;
+  for (const ConfigRead& r : ev.reads()) {
+    auto [it, fresh] = index.try_emplace(r.key, inv.config_fields.size());
+    if (fresh) inv.config_fields.push_back(ConfigFieldUse{r.key, r.found, {}});
+    ConfigFieldUse& use = inv.config_fields[it->second];
+    bool seen = false;
+    for (const SourceSpan& w : use.where) seen = seen || (w.file == r.where.file && w.line == r.where.line);
+    if (!seen && use.where.size() < 8) use.where.push_back(r.where);
+  }
+  for (const auto& [name, what] : pending_inventory_parts()) inv.not_computed.push_back(name);
+  return inv;
+}
+
+}  // namespace npufuse::model

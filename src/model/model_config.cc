@@ -1,0 +1,66 @@
+#include "model/model_config.h"
+
+#include "frontend/diagnostic.h"
+#include "util/file_io.h"
+
+namespace npufuse::model {
+
+namespace {
+
+frontend::Diagnostic position_of(const std::string& path, const std::string& text, size_t byte, std::string msg) {
+  frontend::Diagnostic d;
+  d.path = path;
+  d.line = 1;
+  d.col = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++d.line;
+      d.col = 1;
+    } else {
+      ++d.col;
+    }
+  }
+  d.message = std::move(msg);
+  return d;
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::load(const std::string& path) {
+  std::string text = read_file(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw frontend::SyntaxError(position_of(path, text, e.byte, "invalid JSON in config"));
+  }
+  if (!j.is_object()) throw frontend::SyntaxError(position_of(path, text, 1, "config must be a JSON object"));
+  return from_json(std::move(j), path);
+}
+
+ModelConfig ModelConfig::from_json(nlohmann::json j, std::string origin) {
+  ModelConfig c;
+  c.loaded_ = true;
+  c.origin_ = std::move(origin);
+  c.root_ = std::move(j);
+  return c;
+}
+
+const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const {
+  if (!loaded_) return nullptr;
+  const nlohmann::json* cur = &root_;
+  size_t start = 0;
+  while (start <= dotted_key.size()) {
+    size_t dot = dotted_key.find('.', start);
+    std::string part(dotted_key.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(part);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return cur;
+}
+
+}  // namespace npufuse::model

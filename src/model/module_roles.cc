@@ -1,0 +1,268 @@
+#include "model/module_roles.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace npufuse::model {
+
+namespace {
+
+bool is_module_class(const SourceSet& sources, const ClassDecl& cls, int depth = 0) {
+  if (depth > 16) return false;
+  for (const ast::expr* b : cls.node->bases) {
+    std::string q = sources.qualified_name(*cls.file, b);
+    if (const ClassDecl* local = sources.find_class(q); local && local != &cls && local->node->name == q) {
+      if (is_module_class(sources, *local, depth + 1)) return true;
+      continue;
+    }
+    if (is_known_module_base(q)) return true;
+  }
+  return false;
+}
+
+bool has(const ForwardCensus& c, const char* op) { return c.ops.count(op) > 0; }
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+const Attribute* parameter_named(const ClassInstance& inst, std::string_view name) {
+  for (const Attribute& a : inst.attributes)
+    if (a.kind == AttributeKind::Parameter && a.name == name) return &a;
+  return nullptr;
+}
+
+size_t rank_of(const Attribute& a) {
+  size_t n = 0;
+  for (const SizeValue& s : a.sizes)
+    if (s.label.rfind("shape", 0) == 0) ++n;
+  return n;
+}
+
+}  // namespace
+
+RoleTable RoleTable::infer(const SourceSet& sources, Evaluator& ev) {
+  RoleTable t;
+  t.sources_ = &sources;
+  for (const ClassDecl& c : sources.classes()) {
+    std::string name(c.node->name);
+    if (!is_module_class(sources, c) || t.instances_.count(name)) continue;
+    t.module_classes_.push_back(&c);
+    t.instances_.emplace(name, describe_instance(sources, ev, c, nullptr));
+    t.censuses_.emplace(name, census_forward(sources, c));
+  }
+  for (const ClassDecl* c : t.module_classes_) t.resolve(std::string(c->node->name));
+  return t;
+}
+
+bool RoleTable::is_module(std::string_view local_class) const { return instances_.count(local_class) > 0; }
+
+const ClassRole* RoleTable::find(std::string_view local_class) const {
+  auto it = roles_.find(local_class);
+  return it == roles_.end() ? nullptr : &it->second;
+}
+
+const ClassInstance* RoleTable::standalone(std::string_view local_class) const {
+  auto it = instances_.find(local_class);
+  return it == instances_.end() ? nullptr : &it->second;
+}
+
+const ForwardCensus* RoleTable::census(std::string_view local_class) const {
+  auto it = censuses_.find(local_class);
+  return it == censuses_.end() ? nullptr : &it->second;
+}
+
+ModuleRole RoleTable::role_of(const ModuleCtor& ctor) const {
+  if (ctor.local) {
+    const ClassRole* r = find(ctor.local->node->name);
+    return r ? r->role : ModuleRole::Unknown;
+  }
+  return known_module_role(ctor.qualified);
+}
+
+ModuleRole RoleTable::resolve(const std::string& name) {
+  if (auto it = roles_.find(name); it != roles_.end()) return it->second.role;
+  if (in_progress_.count(name)) return ModuleRole::Unknown;
+  const ClassDecl* cls = sources_->find_class(name);
+  if (!cls || !instances_.count(name)) return ModuleRole::Unknown;
+  in_progress_.insert(name);
+  ClassRole r = classify(*cls);
+  in_progress_.erase(name);
+  roles_[name] = r;
+  return r.role;
+}
+
+ClassRole RoleTable::classify(const ClassDecl& cls) {
+  const ClassInstance& inst = instances_.at(std::string(cls.node->name));
+  const ForwardCensus& ops = censuses_.at(std::string(cls.node->name));
+  ClassRole out;
+
+  // Children by role, including those of module lists (their element role).
+  std::map<ModuleRole, std::vector<std::string>> children;
+  std::map<ModuleRole, std::vector<std::string>> list_elements;
+  bool has_activation_attr = false;
+  std::vector<const Attribute*> params, buffers;
+  for (const Attribute& a : inst.attributes) {
+    switch (a.kind) {
+      case AttributeKind::Submodule: {
+        ModuleRole r = a.module.local ? resolve(std::string(a.module.local->node->name)) : known_module_role(a.module.qualified);
+        children[r].push_back(a.name);
+        if (r == ModuleRole::Activation) has_activation_attr = true;
+        break;
+      }
+      case AttributeKind::ModuleList:
+      case AttributeKind::ModuleDict: {
+        ModuleRole r = a.module.local ? resolve(std::string(a.module.local->node->name)) : known_module_role(a.module.qualified);
+        list_elements[r].push_back(a.name);
+        break;
+      }
+      case AttributeKind::Parameter: params.push_back(&a); break;
+      case AttributeKind::Buffer: buffers.push_back(&a); break;
+      case AttributeKind::Callable: has_activation_attr = true; break;
+      default: break;
+    }
+  }
+  auto count = [&](ModuleRole r) { return children.count(r) ? children[r].size() : 0; };
+  size_t module_children = 0;
+  for (const auto& [r, v] : children) module_children += v.size();
+  for (const auto& [r, v] : list_elements) module_children += v.size();
+  size_t linears = count(ModuleRole::Linear);
+  bool activation_op = has(ops, "silu") || has(ops, "gelu") || has(ops, "relu") || has(ops, "sigmoid") ||
+                       has(ops, "tanh") || has_activation_attr;
+  bool attention_op = has(ops, "softmax") || has(ops, "sdpa") || !ops.dispatch_tables.empty() ||
+                      count(ModuleRole::AttentionCore) > 0;
+  auto evidence = [&](std::string s) { out.evidence.push_back(std::move(s)); };
+  auto decide = [&](ModuleRole r) {
+    out.role = r;
+    return out;
+  };
+
+  const Attribute* weight = parameter_named(inst, "weight");
+  bool norm_math = has(ops, "rms_norm") || has(ops, "layer_norm") || (has(ops, "rsqrt") && has(ops, "mean")) ||
+                   (has(ops, "sqrt") && has(ops, "mean")) || has(ops, "var");
+
+  // Whole-model shapes first: they are made of the smaller ones.
+  if (list_elements.count(ModuleRole::DecoderLayer) && count(ModuleRole::Embedding)) {
+    evidence("embedding " + join(children[ModuleRole::Embedding]) + " and a list of decoder layers " +
+             join(list_elements[ModuleRole::DecoderLayer]));
+    if (linears) {
+      evidence("plus linear head " + join(children[ModuleRole::Linear]));
+      return decide(ModuleRole::CausalLM);
+    }
+    return decide(ModuleRole::Backbone);
+  }
+  if (count(ModuleRole::Backbone) || count(ModuleRole::CausalLM)) {
+    const auto& inner = count(ModuleRole::Backbone) ? children[ModuleRole::Backbone] : children[ModuleRole::CausalLM];
+    if (linears) {
+      evidence("backbone " + join(inner) + " and linear head " + join(children[ModuleRole::Linear]));
+      return decide(ModuleRole::CausalLM);
+    }
+    evidence("wraps backbone " + join(inner));
+    return decide(ModuleRole::Other);
+  }
+  bool ffn_child = count(ModuleRole::Mlp) || count(ModuleRole::MoE);
+  if (count(ModuleRole::Attention) && ffn_child) {
+    evidence("attention " + join(children[ModuleRole::Attention]) + " and feed-forward " +
+             join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));
+    return decide(ModuleRole::DecoderLayer);
+  }
+  // MoE: experts (a list of MLPs, or a stacked-experts module) with a router.
+  bool expert_list = list_elements.count(ModuleRole::Mlp) > 0;
+  bool router = count(ModuleRole::Router) > 0;
+  bool routing_ops = has(ops, "topk") || has(ops, "one_hot") || has(ops, "index_add") || has(ops, "bincount");
+  if (expert_list && (router || linears || routing_ops)) {
+    evidence("expert list " + join(list_elements[ModuleRole::Mlp]) +
+             (router ? " with router " + join(children[ModuleRole::Router]) : std::string(" with routing ops")));
+    return decide(ModuleRole::MoE);
+  }
+  if (router && count(ModuleRole::Mlp)) {
+    evidence("router " + join(children[ModuleRole::Router]) + " and experts " + join(children[ModuleRole::Mlp]));
+    return decide(ModuleRole::MoE);
+  }
+  if (has(ops, "topk") && (has(ops, "softmax") || has(ops, "sigmoid")) && module_children <= 1 && !expert_list &&
+      ((weight && rank_of(*weight) == 2) || linears == 1)) {
+    evidence("forward scores with softmax/sigmoid and selects with topk over a " +
+             std::string(linears ? "linear child" : "2-D weight"));
+    return decide(ModuleRole::Router);
+  }
+  if (has(ops, "topk") && linears >= 2 && !has(ops, "softmax")) {
+    evidence("projections " + join(children[ModuleRole::Linear]) + " and a top-k selection without softmax");
+    return decide(ModuleRole::Indexer);
+  }
+  if (attention_op && (linears >= 2 || (linears >= 1 && count(ModuleRole::AttentionCore)))) {
+    std::string how = has(ops, "softmax") ? "softmax" : has(ops, "sdpa") ? "sdpa" : !ops.dispatch_tables.empty() ? "dispatch table " + *ops.dispatch_tables.begin() : "attention core child";
+    evidence("projections " + join(children[ModuleRole::Linear]) + " and " + how);
+    return decide(ModuleRole::Attention);
+  }
+  if ((has(ops, "softmax") || has(ops, "sdpa")) && linears == 0 && (has(ops, "matmul") || has(ops, "einsum")) &&
+      params.empty()) {
+    evidence("softmax over matmul scores, no projections of its own");
+    return decide(ModuleRole::AttentionCore);
+  }
+  if (linears >= 2 && activation_op && !has(ops, "softmax")) {
+    evidence("linears " + join(children[ModuleRole::Linear]) + " with an activation");
+    return decide(ModuleRole::Mlp);
+  }
+  size_t stacked = 0;
+  for (const Attribute* p : params)
+    if (rank_of(*p) == 3) ++stacked;
+  if (stacked >= 2 && (has(ops, "matmul") || has(ops, "einsum") || has(ops, "grouped_mm")) && module_children == 0) {
+    evidence(fmt::format("{} stacked 3-D expert weights multiplied per expert", stacked));
+    return decide(ModuleRole::Mlp);
+  }
+  if (module_children == 0 && !params.empty() && norm_math) {
+    bool layer = has(ops, "layer_norm") || has(ops, "var") || ops.subtracts_mean;
+    out.weight_offset_one = ops.weight_plus_one;
+    std::vector<std::string> used;
+    for (const char* op : {"rms_norm", "layer_norm", "rsqrt", "sqrt", "mean", "var", "pow"})
+      if (has(ops, op)) used.push_back(op);
+    evidence("forward uses " + join(used) + (layer ? " and centres by the mean" : "") +
+             (out.weight_offset_one ? "; scales by (1 + weight)" : ""));
+    return decide(layer ? ModuleRole::LayerNorm : ModuleRole::RMSNorm);
+  }
+  if (module_children == 0 && weight && rank_of(*weight) != 1 && has(ops, "embedding")) {
+    evidence("weight looked up with embedding");
+    return decide(ModuleRole::Embedding);
+  }
+  if (module_children == 0 && weight && (rank_of(*weight) == 2 || rank_of(*weight) == 0) &&
+      (has(ops, "linear") || has(ops, "matmul"))) {
+    evidence("2-D weight applied with linear/matmul");
+    return decide(ModuleRole::Linear);
+  }
+  // A class with no forward of its own that extends a local linear.
+  for (const ast::expr* b : cls.node->bases) {
+    if (const ClassDecl* base = sources_->find_class(dotted_name(b)); base && base != &cls) {
+      ModuleRole r = resolve(std::string(base->node->name));
+      if (r != ModuleRole::Unknown && r != ModuleRole::Other) {
+        evidence("extends " + std::string(base->node->name));
+        return decide(r);
+      }
+    }
+    std::string q = sources_->qualified_name(*cls.file, b);
+    if (ModuleRole r = known_module_role(q); r != ModuleRole::Unknown && r != ModuleRole::Container) {
+      evidence("extends " + q);
+      return decide(r);
+    }
+  }
+  bool rope_buffer = false;
+  for (const Attribute* b : buffers)
+    if (b->name == "inv_freq" || b->name == "cos_sin_cache" || b->name == "freqs_cis" || b->name.find("cos") != std::string::npos)
+      rope_buffer = true;
+  if (linears == 0 && ((has(ops, "cos") && has(ops, "sin")) || (rope_buffer && ops.has_forward))) {
+    evidence(has(ops, "cos") && has(ops, "sin") ? "forward computes cos and sin" : "holds a frequency table buffer");
+    return decide(ModuleRole::Rotary);
+  }
+  if (module_children == 0 && params.empty() && ops.has_forward && activation_op && !attention_op) {
+    evidence("parameter-free forward applying an activation");
+    return decide(ModuleRole::Activation);
+  }
+  if (ffn_child && !count(ModuleRole::Attention)) {
+    evidence("wraps feed-forward " + join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));
+    return decide(count(ModuleRole::MoE) ? ModuleRole::MoE : ModuleRole::Mlp);
+  }
+  return decide(ModuleRole::Other);
+}
+
+}  // namespace npufuse::model

@@ -1,0 +1,224 @@
+#include "model/module_tree.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace npufuse::model {
+
+namespace {
+
+constexpr int kMaxDepth = 12;
+
+bool is_norm(ModuleRole r) { return r == ModuleRole::RMSNorm || r == ModuleRole::LayerNorm; }
+bool is_ffn(ModuleRole r) { return r == ModuleRole::Mlp || r == ModuleRole::MoE; }
+
+// Sizes of a local linear / embedding / norm, read from its instance's weight.
+std::vector<SizeValue> weight_sizes(ModuleRole role, const ClassInstance& inst) {
+  std::vector<SizeValue> out;
+  const Attribute* weight = nullptr;
+  for (const Attribute& a : inst.attributes)
+    if (a.kind == AttributeKind::Parameter && a.name == "weight") weight = &a;
+  if (!weight) return out;
+  std::vector<const SizeValue*> dims;
+  for (const SizeValue& s : weight->sizes)
+    if (s.label.rfind("shape[", 0) == 0) dims.push_back(&s);
+  if (role == ModuleRole::Linear && dims.size() == 2) {
+    out.push_back(SizeValue{"in", dims[1]->written, dims[1]->value});
+    out.push_back(SizeValue{"out", dims[0]->written, dims[0]->value});
+  } else if (role == ModuleRole::Embedding && dims.size() == 2) {
+    out.push_back(SizeValue{"num", dims[0]->written, dims[0]->value});
+    out.push_back(SizeValue{"dim", dims[1]->written, dims[1]->value});
+  } else if ((role == ModuleRole::RMSNorm || role == ModuleRole::LayerNorm) && dims.size() == 1) {
+    out.push_back(SizeValue{"dim", dims[0]->written, dims[0]->value});
+  }
+  return out;
+}
+
+class TreeBuilder {
+ public:
+  TreeBuilder(const SourceSet& sources, Evaluator& ev, const RoleTable& roles) : sources_(sources), ev_(ev), roles_(roles) {}
+
+  ModuleNode root(const ClassDecl& cls) {
+    ModuleNode n;
+    n.path = std::string(cls.node->name);
+    n.attribute = "";
+    n.class_name = std::string(cls.node->name);
+    n.local = true;
+    n.class_where = cls.file->span_of(cls.node);
+    n.where = n.class_where;
+    const ClassRole* r = roles_.find(cls.node->name);
+    n.role = r ? r->role : ModuleRole::Unknown;
+    expand(n, cls, nullptr, 0);
+    return n;
+  }
+
+ private:
+  void expand(ModuleNode& node, const ClassDecl& cls, const std::map<std::string, SymValue, std::less<>>* bindings,
+              int depth) {
+    if (depth > kMaxDepth || stack_.count(&cls)) return;
+    stack_.insert(&cls);
+    ClassInstance inst = describe_instance(sources_, ev_, cls, bindings);
+    if (node.local && node.sizes.empty()) node.sizes = weight_sizes(node.role, inst);
+    for (const Attribute& a : inst.attributes) {
+      if (a.kind != AttributeKind::Submodule && a.kind != AttributeKind::ModuleList && a.kind != AttributeKind::ModuleDict)
+        continue;
+      ModuleNode child;
+      child.attribute = a.name;
+      bool list = a.kind != AttributeKind::Submodule;
+      child.path = node.path + "." + a.name + (list ? "[*]" : "");
+      child.kind = a.kind;
+      child.where = a.where;
+      child.condition = a.condition;
+      child.active = a.active;
+      child.count = a.count;
+      child.element_condition = a.element_condition;
+      child.note = a.note;
+      child.sizes = a.sizes;
+      child.local = a.module.local != nullptr;
+      child.class_name = a.module.local ? std::string(a.module.local->node->name)
+                                        : (a.module.qualified.empty() ? a.module.written : a.module.qualified);
+      child.role = roles_.role_of(a.module);
+      if (a.module.local) {
+        child.class_where = a.module.local->file->span_of(a.module.local->node);
+        expand(child, *a.module.local, &a.module.bindings, depth + 1);
+      }
+      node.children.push_back(std::move(child));
+    }
+    assign_positions(node, cls);
+    stack_.erase(&cls);
+  }
+
+  // Where each child sits in the parent's forward, from the order of calls.
+  void assign_positions(ModuleNode& node, const ClassDecl& cls) {
+    const ForwardCensus* census = roles_.census(cls.node->name);
+    if (!census) return;
+    auto call_index = [&](const std::string& name) -> int {
+      auto it = std::find(census->child_calls.begin(), census->child_calls.end(), name);
+      return it == census->child_calls.end() ? -1 : static_cast<int>(it - census->child_calls.begin());
+    };
+    int attn = -1, ffn = -1, blocks = -1;
+    for (const ModuleNode& c : node.children) {
+      int i = call_index(c.attribute);
+      if (i < 0) continue;
+      if (c.role == ModuleRole::Attention && attn < 0) attn = i;
+      if (is_ffn(c.role) && ffn < 0) ffn = i;
+      if (c.role == ModuleRole::DecoderLayer && blocks < 0) blocks = i;
+    }
+    for (ModuleNode& c : node.children) {
+      int i = call_index(c.attribute);
+      if (c.role == ModuleRole::Embedding) c.position = "embedding";
+      if (c.role == ModuleRole::DecoderLayer) c.position = "blocks";
+      if (c.role == ModuleRole::Rotary) c.position = "rotary embedding";
+      if (c.role == ModuleRole::Attention) c.position = "attention";
+      if (is_ffn(c.role)) c.position = "feed-forward";
+      if (c.role == ModuleRole::Router) c.position = "router";
+      if (c.role == ModuleRole::Mlp && node.role == ModuleRole::MoE)
+        c.position = c.kind == AttributeKind::Submodule ? "shared or stacked experts" : "routed experts";
+      if (is_norm(c.role)) {
+        if (i < 0) c.position = "norm (not called directly by forward)";
+        else if (blocks >= 0) c.position = i > blocks ? "final norm" : "norm before the blocks";
+        else if (attn >= 0 && i < attn) c.position = "norm before attention";
+        else if (attn >= 0 && ffn >= 0 && i > attn && i < ffn) c.position = "norm between attention and feed-forward";
+        else if (ffn >= 0 && i > ffn) c.position = "norm after feed-forward";
+        else if (attn < 0 && ffn >= 0 && i < ffn) c.position = "norm before feed-forward";
+      }
+      if (c.role == ModuleRole::Linear && (node.role == ModuleRole::CausalLM) && blocks_or_backbone_before(node, c, census))
+        c.position = "lm_head";
+    }
+  }
+
+  // A linear called after the blocks (or after the backbone) is the LM head.
+  bool blocks_or_backbone_before(const ModuleNode& node, const ModuleNode& c, const ForwardCensus* census) {
+    auto idx = [&](const std::string& name) {
+      auto it = std::find(census->child_calls.begin(), census->child_calls.end(), name);
+      return it == census->child_calls.end() ? -1 : static_cast<int>(it - census->child_calls.begin());
+    };
+    int me = idx(c.attribute);
+    if (me < 0) return false;
+    for (const ModuleNode& o : node.children) {
+      if ((o.role == ModuleRole::DecoderLayer || o.role == ModuleRole::Backbone) && idx(o.attribute) >= 0 &&
+          idx(o.attribute) < me)
+        return true;
+    }
+    return false;
+  }
+
+  const SourceSet& sources_;
+  Evaluator& ev_;
+  const RoleTable& roles_;
+  std::set<const ClassDecl*> stack_;
+};
+
+size_t tree_size(const ModuleNode& n) {
+  size_t s = 1;
+  for (const ModuleNode& c : n.children) s += tree_size(c);
+  return s;
+}
+
+int root_rank(ModuleRole r) {
+  switch (r) {
+    case ModuleRole::CausalLM: return 3;
+    case ModuleRole::Backbone: return 2;
+    case ModuleRole::DecoderLayer: return 1;
+    default: return 0;
+  }
+}
+
+const ModuleNode* find_node(const ModuleNode& n, const std::function<bool(const ModuleNode&)>& pred) {
+  if (pred(n)) return &n;
+  for (const ModuleNode& c : n.children)
+    if (const ModuleNode* f = find_node(c, pred)) return f;
+  return nullptr;
+}
+
+}  // namespace
+
+ModelStructure build_structure(const SourceSet& sources, Evaluator& ev, const RoleTable& roles) {
+  ModelStructure out;
+  // Classes no other module class builds are the candidates for the top.
+  std::set<std::string> built;
+  for (const ClassDecl* c : roles.module_classes()) {
+    const ClassInstance* inst = roles.standalone(c->node->name);
+    if (!inst) continue;
+    for (const Attribute& a : inst->attributes)
+      if (a.module.local && a.module.local != c) built.insert(std::string(a.module.local->node->name));
+    // A base class is not a separate top either.
+    for (const ast::expr* b : c->node->bases) built.insert(dotted_name(b));
+  }
+  std::vector<const ClassDecl*> tops;
+  for (const ClassDecl* c : roles.module_classes())
+    if (!built.count(std::string(c->node->name))) tops.push_back(c);
+
+  TreeBuilder builder(sources, ev, roles);
+  std::optional<ModuleNode> best;
+  for (const ClassDecl* c : tops) {
+    ModuleNode n = builder.root(*c);
+    bool better = !best || root_rank(n.role) > root_rank(best->role) ||
+                  (root_rank(n.role) == root_rank(best->role) && tree_size(n) > tree_size(*best));
+    if (better) {
+      if (best) out.other_roots.push_back(best->class_name);
+      best = std::move(n);
+    } else {
+      out.other_roots.push_back(n.class_name);
+    }
+  }
+  out.root = std::move(best);
+  if (!out.root) {
+    out.notes.push_back("no nn.Module class found");
+    return out;
+  }
+  const ModuleNode& root = *out.root;
+  out.embedding.node = find_node(root, [](const ModuleNode& n) { return n.position == "embedding"; });
+  out.blocks.node = find_node(root, [](const ModuleNode& n) { return n.role == ModuleRole::DecoderLayer && n.kind != AttributeKind::Submodule; });
+  out.final_norm.node = find_node(root, [](const ModuleNode& n) { return n.position == "final norm"; });
+  out.lm_head.node = find_node(root, [](const ModuleNode& n) { return n.position == "lm_head"; });
+  if (!out.embedding.node) out.notes.push_back("no embedding module found");
+  if (!out.blocks.node) out.notes.push_back("no list of decoder layers found");
+  if (!out.final_norm.node) out.notes.push_back("no final norm found after the blocks");
+  if (!out.lm_head.node)
+    out.notes.push_back("no LM-head module found (the logits may come from the embedding weight, i.e. a tied head)");
+  return out;
+}
+
+}  // namespace npufuse::model
