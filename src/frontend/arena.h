@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace npufuse::frontend {
@@ -75,20 +76,49 @@ class Arena {
  private:
   static constexpr size_t kBlockSize = 256 * 1024;
 
+  // Standard-size blocks are recycled through a per-thread pool: parsing many
+  // files one after another then reuses warm memory instead of mapping fresh
+  // pages for every file.
+  struct BlockPool {
+    std::vector<char*> free_blocks;
+    ~BlockPool() {
+      for (char* b : free_blocks) std::free(b);
+    }
+  };
+  static BlockPool& pool() {
+    thread_local BlockPool p;
+    return p;
+  }
+  static constexpr size_t kMaxPooledBlocks = 64;
+
   void grow(size_t at_least) {
     size_t size = at_least > kBlockSize ? at_least : kBlockSize;
-    char* block = static_cast<char*>(std::malloc(size));
-    if (!block) throw std::bad_alloc();
-    blocks_.push_back(block);
+    char* block = nullptr;
+    auto& free_blocks = pool().free_blocks;
+    if (size == kBlockSize && !free_blocks.empty()) {
+      block = free_blocks.back();
+      free_blocks.pop_back();
+    } else {
+      block = static_cast<char*>(std::malloc(size));
+      if (!block) throw std::bad_alloc();
+    }
+    blocks_.push_back({block, size});
     cursor_ = block;
     limit_ = block + size;
   }
   void release() {
-    for (char* b : blocks_) std::free(b);
+    auto& free_blocks = pool().free_blocks;
+    for (auto [b, size] : blocks_) {
+      if (size == kBlockSize && free_blocks.size() < kMaxPooledBlocks) {
+        free_blocks.push_back(b);
+      } else {
+        std::free(b);
+      }
+    }
     blocks_.clear();
   }
 
-  std::vector<char*> blocks_;
+  std::vector<std::pair<char*, size_t>> blocks_;
   char* cursor_ = nullptr;
   char* limit_ = nullptr;
 };

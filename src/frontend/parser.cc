@@ -7,9 +7,39 @@
 namespace npufuse::frontend {
 namespace detail {
 
+namespace {
+// The thread's reusable buffers, or a private set while they are taken.
+ParserBuffers& thread_buffers() {
+  thread_local ParserBuffers buffers;
+  return buffers;
+}
+ParserBuffers& acquire_buffers() {
+  ParserBuffers& shared = thread_buffers();
+  if (!shared.in_use) {
+    shared.in_use = true;
+    shared.reset();
+    return shared;
+  }
+  auto* own = new ParserBuffers();
+  own->in_use = true;
+  return *own;
+}
+}  // namespace
+
 Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena& arena)
-    : source_(source), src_text_(source.text()), arena_(arena) {
-  toks_.reserve(tokens.size());
+    : source_(source),
+      src_text_(source.text()),
+      arena_(arena),
+      buffers_(acquire_buffers()),
+      toks_(buffers_.toks),
+      exprs_(buffers_.exprs),
+      stmts_(buffers_.stmts),
+      keywords_(buffers_.keywords),
+      cmpops_(buffers_.cmpops),
+      names_(buffers_.names),
+      pieces_(buffers_.pieces),
+      nodes_(buffers_.nodes) {
+  toks_.reserve(tokens.size() + 1);
   // Token offsets only grow, so one forward walk over the line starts gives
   // every token its line and column without a search per token.
   const int lines = source.line_count();
@@ -56,6 +86,14 @@ Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena
     p.line = p.end_line = lc.line;
     p.col = p.end_col = lc.col;
     toks_.push_back(p);
+  }
+}
+
+Parser::~Parser() {
+  if (&buffers_ == &thread_buffers()) {
+    buffers_.in_use = false;
+  } else {
+    delete &buffers_;
   }
 }
 

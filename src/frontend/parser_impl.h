@@ -46,9 +46,31 @@ class Scratch {
   std::vector<T> items_;
 };
 
+// Working memory of a parse. One set per thread is kept between parses so
+// that parsing many files does not allocate it again for each file.
+struct ParserBuffers {
+  std::vector<PTok> toks;
+  Scratch<expr*> exprs;
+  Scratch<stmt*> stmts;
+  Scratch<keyword*> keywords;
+  Scratch<cmpop> cmpops;
+  Scratch<std::string_view> names;
+  Scratch<StrPiece> pieces;
+  Scratch<Node*> nodes;
+  bool in_use = false;
+  void reset() {
+    toks.clear();
+    exprs.truncate(0), stmts.truncate(0), keywords.truncate(0), cmpops.truncate(0);
+    names.truncate(0), pieces.truncate(0), nodes.truncate(0);
+  }
+};
+
 class Parser {
  public:
   Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena& arena);
+  ~Parser();
+  Parser(const Parser&) = delete;
+  Parser& operator=(const Parser&) = delete;
 
   Module* parse_module();
   expr* parse_expression_input();
@@ -225,17 +247,18 @@ class Parser {
   const SourceFile& source_;
   std::string_view src_text_;
   Arena& arena_;
-  std::vector<PTok> toks_;
+  ParserBuffers& buffers_;
+  std::vector<PTok>& toks_;
   size_t pos_ = 0;
   size_t node_count_ = 0;
   expr* last_bare_tuple_ = nullptr;  // the latest tuple built without parentheses
-  Scratch<expr*> exprs_;
-  Scratch<stmt*> stmts_;
-  Scratch<keyword*> keywords_;
-  Scratch<cmpop> cmpops_;
-  Scratch<std::string_view> names_;
-  Scratch<StrPiece> pieces_;
-  Scratch<Node*> nodes_;  // comprehension, alias, withitem, excepthandler, match_case, pattern, arg, type_param
+  Scratch<expr*>& exprs_;
+  Scratch<stmt*>& stmts_;
+  Scratch<keyword*>& keywords_;
+  Scratch<cmpop>& cmpops_;
+  Scratch<std::string_view>& names_;
+  Scratch<StrPiece>& pieces_;
+  Scratch<Node*>& nodes_;  // comprehension, alias, withitem, excepthandler, match_case, pattern, arg, type_param
 
   template <class T>
   Span<T*> commit_nodes(size_t mark) {
