@@ -1,0 +1,3 @@
+x = f"{d["key"]}"
+y = f"{f"{a}"}!"
+z = f"{'\n'.join(lines)}"

@@ -1,0 +1,2 @@
+# error: 2:12
+def f(a=1, b): pass

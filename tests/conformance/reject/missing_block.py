@@ -1,0 +1,3 @@
+# error: 3:1
+if x:
+pass

@@ -1,0 +1,3 @@
+# error: 2:5
+if x
+    pass

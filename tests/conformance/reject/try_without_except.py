@@ -1,0 +1,4 @@
+# error: 4:1
+try:
+    pass
+x = 1
