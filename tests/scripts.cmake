@@ -20,3 +20,10 @@ set_tests_properties(parser_conformance PROPERTIES TIMEOUT 600)
 # direct torch formulations and the doc examples; also the stand-in torch_npu.
 add_test(NAME python_ref COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/python/tests/reference_suite.py)
 set_tests_properties(python_ref PROPERTIES TIMEOUT 120)
+
+# The frontend fuzz target's seed corpus and past crashes, replayed through the
+# same entry point with the normal compiler (scripts/fuzz.sh does the fuzzing).
+add_executable(frontend_fuzz_replay ${CMAKE_SOURCE_DIR}/fuzz/replay_main.cc ${CMAKE_SOURCE_DIR}/fuzz/frontend_fuzz.cc)
+target_link_libraries(frontend_fuzz_replay PRIVATE npufuse_frontend)
+add_test(NAME fuzz_replay
+         COMMAND frontend_fuzz_replay ${CMAKE_SOURCE_DIR}/fuzz/corpus ${CMAKE_SOURCE_DIR}/fuzz/regressions)

@@ -1,0 +1,6 @@
+# leading comment
+x = 1  # trailing
+
+    # indented comment
+def f():  # type: () -> None
+    pass

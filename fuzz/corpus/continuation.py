@@ -1,0 +1,5 @@
+x = 1 + \
+    2
+if a and \
+   b:
+    pass

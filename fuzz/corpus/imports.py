@@ -1,0 +1,4 @@
+import a.b.c as d, e
+from . import f
+from ..g import (h as i, j)
+from k import *

@@ -1,0 +1,5 @@
+if a:
+	if b:
+		pass
+	else:
+		pass
