@@ -2,387 +2,155 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <charconv>
-#include <cstdlib>
+
+#include "frontend/ast.h"
+#include "frontend/diagnostic.h"
+#include "frontend/literal.h"
+#include "frontend/parser.h"
 
 namespace npufuse::check {
 namespace {
 
-enum class Tok { End, Number, String, Name, Op };
+namespace ast = frontend::ast;
 
-struct Token {
-  Tok kind = Tok::End;
-  std::string text;  // Name / Op spelling; String: decoded contents
-  Value number;
-  int col = 1;
-};
-
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-class Tokenizer {
+// Turns the Python AST of a constraint into the evaluator's tree, refusing
+// every construct outside the language of docs/catalog-format.md.
+class Converter {
  public:
-  explicit Tokenizer(std::string_view text) : text_(text) {}
-
-  std::vector<Token> run() {
-    std::vector<Token> out;
-    for (;;) {
-      skip_space();
-      Token t;
-      t.col = static_cast<int>(pos_) + 1;
-      if (pos_ >= text_.size()) {
-        out.push_back(t);
-        return out;
-      }
-      char c = text_[pos_];
-      if (std::isdigit(static_cast<unsigned char>(c)) ||
-          (c == '.' && pos_ + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])))) {
-        read_number(t);
-      } else if (c == '\'' || c == '"') {
-        read_string(t, c);
-      } else if (is_name_start(c)) {
-        size_t start = pos_;
-        while (pos_ < text_.size() && is_name_char(text_[pos_])) ++pos_;
-        t.kind = Tok::Name;
-        t.text = std::string(text_.substr(start, pos_ - start));
-      } else {
-        read_operator(t);
-      }
-      out.push_back(std::move(t));
+  ExprPtr convert(const ast::expr* e) {
+    if (const auto* b = ast::as<ast::BoolOp>(e)) {
+      auto out = node(b->op == ast::boolop::And ? ExprKind::And : ExprKind::Or, e);
+      for (const ast::expr* v : b->values) out->operands.push_back(convert(v));
+      return out;
     }
+    if (const auto* u = ast::as<ast::UnaryOp>(e)) {
+      if (u->op == ast::unaryop::UAdd) return convert(u->operand);
+      if (u->op == ast::unaryop::Invert) fail(e, "'~' is not part of the constraint language");
+      auto out = node(u->op == ast::unaryop::Not ? ExprKind::Not : ExprKind::Negate, e);
+      out->operands.push_back(convert(u->operand));
+      return out;
+    }
+    if (const auto* c = ast::as<ast::Compare>(e)) return convert_compare(c);
+    if (const auto* b = ast::as<ast::BinOp>(e)) {
+      auto out = node(ExprKind::Arith, e);
+      out->arith = arith_op(b);
+      out->operands.push_back(convert(b->left));
+      out->operands.push_back(convert(b->right));
+      return out;
+    }
+    if (const auto* call = ast::as<ast::Call>(e)) return convert_call(call);
+    if (const auto* n = ast::as<ast::Name>(e)) {
+      auto out = node(ExprKind::Name, e);
+      out->name = std::string(n->id);
+      return out;
+    }
+    if (const auto* k = ast::as<ast::Constant>(e)) return convert_constant(k);
+    if (const auto* l = ast::as<ast::List>(e)) return convert_sequence(l->elts, e);
+    if (const auto* t = ast::as<ast::Tuple>(e)) return convert_sequence(t->elts, e);
+    fail(e, fmt::format("{} is not part of the constraint language", ast::kind_name(e->kind)));
   }
 
  private:
-  void skip_space() {
-    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-                                   text_[pos_] == '\r'))
-      ++pos_;
+  [[noreturn]] static void fail(const ast::expr* at, const std::string& message) {
+    throw ExprSyntaxError(at->col_offset + 1, message);
   }
 
-  void read_number(Token& t) {
-    size_t start = pos_;
-    bool is_float = false;
-    if (text_.substr(pos_, 2) == "0x" || text_.substr(pos_, 2) == "0X") {
-      pos_ += 2;
-      while (pos_ < text_.size() && (std::isxdigit(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
-    } else {
-      while (pos_ < text_.size()) {
-        char c = text_[pos_];
-        if (std::isdigit(static_cast<unsigned char>(c)) || c == '_') {
-          ++pos_;
-        } else if (c == '.') {
-          is_float = true;
-          ++pos_;
-        } else if ((c == 'e' || c == 'E')) {
-          is_float = true;
-          ++pos_;
-          if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
-        } else {
-          break;
-        }
-      }
-    }
-    if (pos_ < text_.size() && is_name_char(text_[pos_]))
-      throw ExprSyntaxError(static_cast<int>(pos_) + 1, "invalid number literal");
-    std::string digits;
-    for (char c : text_.substr(start, pos_ - start))
-      if (c != '_') digits += c;
-    t.kind = Tok::Number;
-    t.text = digits;
-    if (is_float) {
-      char* end = nullptr;
-      double d = std::strtod(digits.c_str(), &end);
-      if (end != digits.c_str() + digits.size())
-        throw ExprSyntaxError(static_cast<int>(start) + 1, fmt::format("invalid number literal '{}'", digits));
-      t.number = Value(d);
-    } else {
-      int base = 10;
-      std::string_view body = digits;
-      if (body.size() > 2 && (body[1] == 'x' || body[1] == 'X')) {
-        base = 16;
-        body.remove_prefix(2);
-      }
-      int64_t v = 0;
-      auto [p, ec] = std::from_chars(body.data(), body.data() + body.size(), v, base);
-      if (ec != std::errc() || p != body.data() + body.size())
-        throw ExprSyntaxError(static_cast<int>(start) + 1,
-                              fmt::format("integer literal '{}' is invalid or does not fit in 64 bits", digits));
-      t.number = Value(v);
-    }
-  }
-
-  void read_string(Token& t, char quote) {
-    size_t start = pos_++;
-    std::string out;
-    while (pos_ < text_.size() && text_[pos_] != quote) {
-      char c = text_[pos_++];
-      if (c == '\\' && pos_ < text_.size()) {
-        char e = text_[pos_++];
-        switch (e) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case '\\': out += '\\'; break;
-          case '\'': out += '\''; break;
-          case '"': out += '"'; break;
-          default: out += '\\'; out += e; break;
-        }
-      } else {
-        out += c;
-      }
-    }
-    if (pos_ >= text_.size()) throw ExprSyntaxError(static_cast<int>(start) + 1, "unterminated string literal");
-    ++pos_;
-    t.kind = Tok::String;
-    t.text = std::move(out);
-  }
-
-  void read_operator(Token& t) {
-    static const char* kOps[] = {"==", "!=", "<=", ">=", "//", "<", ">", "+", "-", "*", "/",
-                                 "%",  "(",  ")",  "[",  "]",  ","};
-    for (const char* op : kOps) {
-      std::string_view s(op);
-      if (text_.substr(pos_, s.size()) == s) {
-        pos_ += s.size();
-        t.kind = Tok::Op;
-        t.text = std::string(s);
-        return;
-      }
-    }
-    throw ExprSyntaxError(static_cast<int>(pos_) + 1,
-                          fmt::format("unexpected character '{}'", text_[pos_]));
-  }
-
-  std::string_view text_;
-  size_t pos_ = 0;
-};
-
-class Parser {
- public:
-  explicit Parser(std::vector<Token> tokens) : toks_(std::move(tokens)) {}
-
-  ExprPtr parse_all() {
-    ExprPtr e = parse_or();
-    if (peek().kind != Tok::End) fail(peek(), "unexpected text after the expression");
-    return e;
-  }
-
- private:
-  const Token& peek() const { return toks_[i_]; }
-  Token take() { return toks_[i_ < toks_.size() - 1 ? i_++ : i_]; }
-  bool is_op(const char* op) const { return peek().kind == Tok::Op && peek().text == op; }
-  bool is_word(const char* w) const { return peek().kind == Tok::Name && peek().text == w; }
-  bool is_word_at(size_t k, const char* w) const {
-    return i_ + k < toks_.size() && toks_[i_ + k].kind == Tok::Name && toks_[i_ + k].text == w;
-  }
-
-  [[noreturn]] void fail(const Token& t, const std::string& what) {
-    std::string near = t.kind == Tok::End ? "end of expression" : fmt::format("'{}'", t.text);
-    throw ExprSyntaxError(t.col, fmt::format("{} (at {})", what, near));
-  }
-  void expect_op(const char* op) {
-    if (!is_op(op)) fail(peek(), fmt::format("expected '{}'", op));
-    take();
-  }
-
-  static ExprPtr node(ExprKind k, int col) {
+  static ExprPtr node(ExprKind kind, const ast::expr* at) {
     auto e = std::make_unique<Expr>();
-    e->kind = k;
-    e->col = col;
+    e->kind = kind;
+    e->col = at->col_offset + 1;
     return e;
   }
 
-  ExprPtr parse_bool_chain(ExprKind kind, const char* word, ExprPtr (Parser::*next)()) {
-    ExprPtr first = (this->*next)();
-    if (!is_word(word)) return first;
-    auto e = node(kind, first->col);
-    e->operands.push_back(std::move(first));
-    while (is_word(word)) {
-      take();
-      e->operands.push_back((this->*next)());
+  static ArithOp arith_op(const ast::BinOp* b) {
+    switch (b->op) {
+      case ast::operator_::Add: return ArithOp::Add;
+      case ast::operator_::Sub: return ArithOp::Sub;
+      case ast::operator_::Mult: return ArithOp::Mul;
+      case ast::operator_::Div: return ArithOp::Div;
+      case ast::operator_::FloorDiv: return ArithOp::FloorDiv;
+      case ast::operator_::Mod: return ArithOp::Mod;
+      default:
+        fail(b, fmt::format("operator {} is not part of the constraint language (+ - * / // %)",
+                            ast::operator__names[static_cast<int>(b->op)]));
     }
-    return e;
-  }
-  ExprPtr parse_or() { return parse_bool_chain(ExprKind::Or, "or", &Parser::parse_and); }
-  ExprPtr parse_and() { return parse_bool_chain(ExprKind::And, "and", &Parser::parse_not); }
-
-  ExprPtr parse_not() {
-    if (is_word("not")) {
-      int col = take().col;
-      auto e = node(ExprKind::Not, col);
-      e->operands.push_back(parse_not());
-      return e;
-    }
-    return parse_compare();
   }
 
-  bool take_compare_op(CompareOp* op) {
-    static const std::pair<const char*, CompareOp> kOps[] = {
-        {"==", CompareOp::Eq},   {"!=", CompareOp::NotEq},  {"<", CompareOp::Less},
-        {"<=", CompareOp::LessEq}, {">", CompareOp::Greater}, {">=", CompareOp::GreaterEq}};
-    for (auto& [text, value] : kOps) {
-      if (is_op(text)) {
-        take();
-        *op = value;
-        return true;
+  ExprPtr convert_compare(const ast::Compare* c) {
+    auto out = node(ExprKind::Compare, c);
+    out->operands.push_back(convert(c->left));
+    for (uint32_t i = 0; i < c->ops.size; ++i) {
+      switch (c->ops[i]) {
+        case ast::cmpop::Eq: out->compare_ops.push_back(CompareOp::Eq); break;
+        case ast::cmpop::NotEq: out->compare_ops.push_back(CompareOp::NotEq); break;
+        case ast::cmpop::Lt: out->compare_ops.push_back(CompareOp::Less); break;
+        case ast::cmpop::LtE: out->compare_ops.push_back(CompareOp::LessEq); break;
+        case ast::cmpop::Gt: out->compare_ops.push_back(CompareOp::Greater); break;
+        case ast::cmpop::GtE: out->compare_ops.push_back(CompareOp::GreaterEq); break;
+        case ast::cmpop::In: out->compare_ops.push_back(CompareOp::In); break;
+        case ast::cmpop::NotIn: out->compare_ops.push_back(CompareOp::NotIn); break;
+        case ast::cmpop::Is:
+        case ast::cmpop::IsNot:
+          fail(c->comparators[i], "'is' is not supported; use == or !=");
       }
+      out->operands.push_back(convert(c->comparators[i]));
     }
-    if (is_word("in")) {
-      take();
-      *op = CompareOp::In;
-      return true;
-    }
-    if (is_word("not") && is_word_at(1, "in")) {
-      take();
-      take();
-      *op = CompareOp::NotIn;
-      return true;
-    }
-    if (is_word("is")) fail(peek(), "'is' is not supported; use == or !=");
-    return false;
+    return out;
   }
 
-  ExprPtr parse_compare() {
-    ExprPtr first = parse_sum();
-    CompareOp op;
-    if (!take_compare_op(&op)) return first;
-    auto e = node(ExprKind::Compare, first->col);
-    e->operands.push_back(std::move(first));
-    do {
-      e->compare_ops.push_back(op);
-      e->operands.push_back(parse_sum());
-    } while (take_compare_op(&op));
-    return e;
+  ExprPtr convert_call(const ast::Call* call) {
+    const auto* fn = ast::as<ast::Name>(call->func);
+    if (!fn || !is_known_function(std::string(fn->id)))
+      fail(call, "unknown function; the functions are is_pow2, align, min, max, len");
+    if (!call->keywords.empty()) fail(call, "keyword arguments are not part of the constraint language");
+    auto out = node(ExprKind::Call, call);
+    out->name = std::string(fn->id);
+    for (const ast::expr* a : call->args) out->operands.push_back(convert(a));
+    return out;
   }
 
-  ExprPtr binary(ArithOp op, ExprPtr lhs, ExprPtr rhs) {
-    auto e = node(ExprKind::Arith, lhs->col);
-    e->arith = op;
-    e->operands.push_back(std::move(lhs));
-    e->operands.push_back(std::move(rhs));
-    return e;
+  ExprPtr convert_sequence(const frontend::Span<ast::expr*>& items, const ast::expr* at) {
+    auto out = node(ExprKind::List, at);
+    for (const ast::expr* item : items) out->operands.push_back(convert(item));
+    return out;
   }
 
-  ExprPtr parse_sum() {
-    ExprPtr lhs = parse_term();
-    while (is_op("+") || is_op("-")) {
-      ArithOp op = take().text == "+" ? ArithOp::Add : ArithOp::Sub;
-      lhs = binary(op, std::move(lhs), parse_term());
-    }
-    return lhs;
-  }
-
-  ExprPtr parse_term() {
-    ExprPtr lhs = parse_unary();
-    for (;;) {
-      ArithOp op;
-      if (is_op("*")) op = ArithOp::Mul;
-      else if (is_op("/")) op = ArithOp::Div;
-      else if (is_op("//")) op = ArithOp::FloorDiv;
-      else if (is_op("%")) op = ArithOp::Mod;
-      else return lhs;
-      take();
-      lhs = binary(op, std::move(lhs), parse_unary());
-    }
-  }
-
-  ExprPtr parse_unary() {
-    if (is_op("-")) {
-      int col = take().col;
-      auto e = node(ExprKind::Negate, col);
-      e->operands.push_back(parse_unary());
-      return e;
-    }
-    if (is_op("+")) {
-      take();
-      return parse_unary();
-    }
-    return parse_primary();
-  }
-
-  ExprPtr parse_sequence(const char* close, int col) {
-    auto e = node(ExprKind::List, col);
-    while (!is_op(close)) {
-      e->operands.push_back(parse_or());
-      if (!is_op(",")) break;
-      take();
-    }
-    expect_op(close);
-    return e;
-  }
-
-  ExprPtr parse_primary() {
-    Token t = peek();
-    switch (t.kind) {
-      case Tok::Number: {
-        take();
-        auto e = node(ExprKind::Literal, t.col);
-        e->literal = t.number;
-        return e;
+  ExprPtr convert_constant(const ast::Constant* k) {
+    auto out = node(ExprKind::Literal, k);
+    switch (k->value.kind) {
+      case ast::ConstantKind::None: break;
+      case ast::ConstantKind::True: out->literal = Value(true); break;
+      case ast::ConstantKind::False: out->literal = Value(false); break;
+      case ast::ConstantKind::Str: out->literal = Value(ast::constant_string(k->value)); break;
+      case ast::ConstantKind::Float: out->literal = Value(frontend::float_literal_value(k->value.number)); break;
+      case ast::ConstantKind::Int: {
+        std::string digits = frontend::int_literal_to_decimal(k->value.number);
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        if (ec != std::errc() || p != digits.data() + digits.size())
+          fail(k, fmt::format("integer literal {} does not fit in 64 bits", digits));
+        out->literal = Value(v);
+        break;
       }
-      case Tok::String: {
-        take();
-        auto e = node(ExprKind::Literal, t.col);
-        e->literal = Value(t.text);
-        return e;
-      }
-      case Tok::Name: {
-        static const char* kReserved[] = {"and", "or", "not", "in", "is", "if", "else", "lambda", "for"};
-        for (const char* w : kReserved)
-          if (t.text == w) fail(t, "expected a value");
-        take();
-        if (t.text == "True" || t.text == "False" || t.text == "None") {
-          auto e = node(ExprKind::Literal, t.col);
-          if (t.text != "None") e->literal = Value(t.text == "True");
-          return e;
-        }
-        if (is_op("(")) {
-          if (!is_known_function(t.text))
-            fail(t, "unknown function; the functions are is_pow2, align, min, max, len");
-          take();
-          auto e = parse_sequence(")", t.col);
-          e->kind = ExprKind::Call;
-          e->name = t.text;
-          return e;
-        }
-        auto e = node(ExprKind::Name, t.col);
-        e->name = t.text;
-        return e;
-      }
-      case Tok::Op:
-        if (t.text == "(") {
-          take();
-          if (is_op(")")) fail(peek(), "empty parentheses");
-          ExprPtr inner = parse_or();
-          if (is_op(")")) {
-            take();
-            return inner;
-          }
-          // A tuple: the first item is parsed, the rest are list items.
-          expect_op(",");
-          auto e = parse_sequence(")", t.col);
-          e->operands.insert(e->operands.begin(), std::move(inner));
-          return e;
-        }
-        if (t.text == "[") {
-          take();
-          return parse_sequence("]", t.col);
-        }
-        fail(t, "expected a value");
-      case Tok::End:
-        fail(t, "expected a value");
+      default:
+        fail(k, "only None, True, False, numbers and strings are constants of the constraint language");
     }
-    fail(t, "expected a value");
+    return out;
   }
-
-  std::vector<Token> toks_;
-  size_t i_ = 0;
 };
 
 }  // namespace
 
 ExprPtr parse_constraint_expression(std::string_view text) {
-  return Parser(Tokenizer(text).run()).parse_all();
+  std::unique_ptr<frontend::ParsedExpression> parsed;
+  try {
+    parsed = frontend::parse_expression(text, "<constraint>");
+  } catch (const frontend::SyntaxError& e) {
+    const auto& d = e.diagnostic();
+    throw ExprSyntaxError(d.col > 0 ? d.col : 1, d.message);
+  }
+  return Converter().convert(parsed->expr);
 }
 
 }  // namespace npufuse::check

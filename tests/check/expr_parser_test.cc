@@ -56,11 +56,30 @@ TEST(ExprParserTest, ErrorsPointAtTheColumn) {
   EXPECT_EQ(error_column("a == "), 6);
   EXPECT_EQ(error_column("a = 1"), 3);
   EXPECT_EQ(error_column("foo(1)"), 1);        // unknown function
-  EXPECT_EQ(error_column("x is None"), 3);     // 'is' is outside the subset
+  EXPECT_EQ(error_column("x is None"), 6);     // 'is' is outside the subset
   EXPECT_EQ(error_column("'open"), 1);
-  EXPECT_EQ(error_column("(a"), 3);
+  EXPECT_EQ(error_column("(a"), 1);           // CPython: '(' was never closed
   EXPECT_EQ(error_column("a b"), 3);
   EXPECT_EQ(error_column("99999999999999999999"), 1);
+}
+
+std::string error_message(const std::string& text) {
+  try {
+    parse_constraint_expression(text);
+  } catch (const ExprSyntaxError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Python accepts these; the constraint language does not.
+TEST(ExprParserTest, PythonOutsideTheSubsetIsRefused) {
+  EXPECT_EQ(error_message("config.head_dim > 0"), "Attribute is not part of the constraint language");
+  EXPECT_EQ(error_message("head_dim ** 2"), "operator Pow is not part of the constraint language (+ - * / // %)");
+  EXPECT_EQ(error_message("x if y else z"), "IfExp is not part of the constraint language");
+  EXPECT_EQ(error_message("max(a, b, key=c)"), "keyword arguments are not part of the constraint language");
+  EXPECT_EQ(error_message("~x"), "'~' is not part of the constraint language");
+  EXPECT_EQ(error_message("(a"), "'(' was never closed");
 }
 
 }  // namespace
