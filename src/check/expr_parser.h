@@ -1,7 +1,8 @@
 #pragma once
-// Parses constraint expression text into an Expr tree (a precedence-climbing
-// parser over a small tokenizer). Errors are ExprSyntaxError with the 1-based
-// column; the catalog loader adds the file and line of the TOML value.
+// Parses constraint expression text with the Python front end
+// (frontend::parse_expression) and keeps it only if it stays inside the
+// constraint language. Errors are ExprSyntaxError with the 1-based column;
+// the catalog loader adds the file and line of the TOML value.
 #include <stdexcept>
 #include <string>
 #include <string_view>
