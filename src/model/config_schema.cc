@@ -1,5 +1,6 @@
 #include "model/config_schema.h"
 
+#include <map>
 #include <optional>
 
 namespace npufuse::model {
@@ -82,6 +83,31 @@ void collect_locals(const Span<ast::stmt*>& body, std::map<std::string, const as
 }
 
 }  // namespace
+
+std::string hf_key_for_alias(std::string_view field) {
+  static const std::map<std::string, std::string, std::less<>> aliases = {
+      {"dim", "hidden_size"},
+      {"inter_dim", "intermediate_size"},
+      {"moe_inter_dim", "moe_intermediate_size"},
+      {"n_layers", "num_hidden_layers"},
+      {"n_dense_layers", "first_k_dense_replace"},
+      {"n_heads", "num_attention_heads"},
+      {"n_kv_heads", "num_key_value_heads"},
+      {"n_activated_experts", "num_experts_per_tok"},
+      {"n_expert_groups", "n_group"},
+      {"n_limited_groups", "topk_group"},
+      {"route_scale", "routed_scaling_factor"},
+      {"score_func", "scoring_func"},
+      {"norm_eps", "rms_norm_eps"},
+      {"original_seq_len", "rope_scaling.original_max_position_embeddings"},
+      {"rope_factor", "rope_scaling.factor"},
+      {"beta_fast", "rope_scaling.beta_fast"},
+      {"beta_slow", "rope_scaling.beta_slow"},
+      {"mscale", "rope_scaling.mscale_all_dim"},
+  };
+  auto it = aliases.find(field);
+  return it == aliases.end() ? std::string() : it->second;
+}
 
 bool is_config_parameter_name(std::string_view name) {
   return name == "config" || name == "cfg" || name == "args" || name == "model_args" || name == "hf_config" ||

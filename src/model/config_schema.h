@@ -34,6 +34,12 @@ class ConfigSchema {
   std::map<std::string, std::map<std::string, ConfigField, std::less<>>, std::less<>> classes_;
 };
 
+// The HF config.json key for a field name that standalone inference scripts
+// use instead (DeepSeek's `dim`, `n_heads`, `inter_dim`, ...); empty when the
+// name has no known HF counterpart. Consulted only when the config lacks the
+// field under its own name.
+std::string hf_key_for_alias(std::string_view field);
+
 // Names that conventionally hold the model config in `__init__(self, config)`.
 bool is_config_parameter_name(std::string_view name);
 

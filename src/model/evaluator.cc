@@ -316,22 +316,29 @@ SymValue Evaluator::config_field(const SymValue& config_obj, const std::string& 
   read.key = field.key;
   if (scope.file) read.where = scope.file->span_of(at);
   const json* j = config_.find(field.key);
+  if (!j && config_.loaded()) {
+    // A standalone script's own name for an HF field (`dim` for hidden_size).
+    std::string hf = hf_key_for_alias(field.key);
+    if (!hf.empty() && (j = config_.find(hf))) {
+      read.key = field.key = hf;
+    }
+  }
   read.found = j != nullptr;
   reads_.push_back(read);
   if (j) return SymValue::known(*j, field.key);
   if (config_.loaded()) {
     // The key is absent: Python would take the explicit default, else the
-    // config class's own default.
+    // config class's own default. Either way the text says it is a default.
     if (fallback) {
       SymValue d = eval(fallback, scope);
-      if (d.is_known()) return SymValue::known(d.value, field.key);
+      if (d.is_known()) return SymValue::known(d.value, field.key + " (default)");
       return d;
     }
     if (field.default_value) {
       EvalScope s;
       s.file = field.file;
       SymValue d = eval(field.default_value, s);
-      if (d.is_known()) return SymValue::known(d.value, field.key);
+      if (d.is_known()) return SymValue::known(d.value, field.key + " (default)");
     }
   }
   SymValue v = SymValue::unknown(field.key);

@@ -32,6 +32,25 @@ bool is_one(const ast::expr* e) {
          (c->value.number == "1" || c->value.number == "1.0");
 }
 
+// The self.X lists a for-loop iterates: self.X, self.X[a:b], enumerate(self.X), zip(self.X, ...).
+std::vector<std::string> iterated_self_attributes(const ast::expr* iter) {
+  std::vector<std::string> out;
+  if (auto* a = ast::as<ast::Attribute>(iter)) {
+    if (is_self(a->value)) out.emplace_back(a->attr);
+  } else if (auto* s = ast::as<ast::Subscript>(iter)) {
+    return iterated_self_attributes(s->value);
+  } else if (auto* c = ast::as<ast::Call>(iter)) {
+    std::string f = dotted_name(c->func);
+    if (f == "enumerate" || f == "zip" || f == "reversed" || f == "list" || f == "iter") {
+      for (const ast::expr* arg : c->args) {
+        auto inner = iterated_self_attributes(arg);
+        out.insert(out.end(), inner.begin(), inner.end());
+      }
+    }
+  }
+  return out;
+}
+
 bool is_mean_call(const ast::expr* e) {
   auto* c = ast::as<ast::Call>(e);
   if (!c) return false;
@@ -85,13 +104,9 @@ class CensusBuilder {
     } else if (auto* a = ast::as<ast::AugAssign>(n)) {
       out_.ops.insert(canonical_binop(a->op));
     } else if (auto* f = ast::as<ast::For>(n)) {
-      // `for layer in self.layers:` calls every element of the list.
-      if (auto* it = ast::as<ast::Attribute>(f->iter); it && is_self(it->value) && depth == 0)
-        child_positions_.emplace_back(order(f, depth), std::string(it->attr));
-      if (auto* sub = ast::as<ast::Subscript>(f->iter)) {
-        if (auto* it = ast::as<ast::Attribute>(sub->value); it && is_self(it->value) && depth == 0)
-          child_positions_.emplace_back(order(f, depth), std::string(it->attr));
-      }
+      // `for layer in self.layers:` (or enumerate/zip/a slice of it) calls every element.
+      if (depth <= 1)
+        for (const std::string& name : iterated_self_attributes(f->iter)) child_positions_.emplace_back(order(f, depth), name);
     } else if (auto* c = ast::as<ast::Call>(n)) {
       call(c, file, depth);
     }

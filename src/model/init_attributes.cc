@@ -146,7 +146,8 @@ class InitDescriber {
       a.active = active;
       const ast::expr* value = c->args.size > 1 ? c->args[1] : nullptr;
       if (value) tensor_shape(value, a, 0);
-      if (const ast::expr* p = keyword_arg(c, "persistent")) a.note = "persistent=" + std::string(file_->text_of(p));
+      if (const ast::expr* p = keyword_arg(c, "persistent"))
+        a.note += (a.note.empty() ? "" : "; ") + std::string("persistent=") + std::string(file_->text_of(p));
       if (auto* k = ast::as<ast::Constant>(value); k && k->value.kind == ast::ConstantKind::None) a.note = "None";
       add(std::move(a));
       return;
@@ -286,6 +287,19 @@ class InitDescriber {
     }
     std::string name;
     if (!is_self_attr(target, &name)) return;
+    // self.ffn = MLP(...) if dense else MoE(...): two alternatives, like an if statement.
+    if (auto* i = ast::as<ast::IfExp>(value)) {
+      auto* body = ast::as<ast::Call>(i->body);
+      auto* orelse = ast::as<ast::Call>(i->orelse);
+      std::optional<bool> t = ev_.truth(i->test, out_.scope);
+      if (body && orelse && is_module_ctor(body) && is_module_ctor(orelse) && !t) {
+        std::string test(file_->text_of(i->test));
+        auto join = [&](const std::string& c) { return condition.empty() ? c : condition + " and " + c; };
+        assignment(target, i->body, s, join(test), active);
+        assignment(target, i->orelse, s, join("not (" + test + ")"), active);
+        return;
+      }
+    }
     Attribute a;
     a.name = name;
     a.where = file_->span_of(s);

@@ -29,6 +29,9 @@ std::vector<SizeValue> weight_sizes(ModuleRole role, const ClassInstance& inst) 
   } else if (role == ModuleRole::Embedding && dims.size() == 2) {
     out.push_back(SizeValue{"num", dims[0]->written, dims[0]->value});
     out.push_back(SizeValue{"dim", dims[1]->written, dims[1]->value});
+  } else if (role == ModuleRole::Router && dims.size() == 2) {
+    out.push_back(SizeValue{"experts", dims[0]->written, dims[0]->value});
+    out.push_back(SizeValue{"in", dims[1]->written, dims[1]->value});
   } else if ((role == ModuleRole::RMSNorm || role == ModuleRole::LayerNorm) && dims.size() == 1) {
     out.push_back(SizeValue{"dim", dims[0]->written, dims[0]->value});
   }
@@ -86,6 +89,7 @@ class TreeBuilder {
       node.children.push_back(std::move(child));
     }
     assign_positions(node, cls);
+    head_by_vocabulary(node);
     stack_.erase(&cls);
   }
 
@@ -125,6 +129,38 @@ class TreeBuilder {
       }
       if (c.role == ModuleRole::Linear && (node.role == ModuleRole::CausalLM) && blocks_or_backbone_before(node, c, census))
         c.position = "lm_head";
+    }
+  }
+
+  // A causal LM whose head is applied outside forward (vLLM's compute_logits):
+  // the linear that maps back to the vocabulary, i.e. whose output size is the
+  // embedding's row count.
+  static void head_by_vocabulary(ModuleNode& node) {
+    if (node.role != ModuleRole::CausalLM) return;
+    for (const ModuleNode& c : node.children)
+      if (c.position == "lm_head") return;
+    std::function<const ModuleNode*(const ModuleNode&)> embedding = [&](const ModuleNode& n) -> const ModuleNode* {
+      if (n.role == ModuleRole::Embedding) return &n;
+      for (const ModuleNode& c : n.children)
+        if (const ModuleNode* e = embedding(c)) return e;
+      return nullptr;
+    };
+    const ModuleNode* emb = embedding(node);
+    const SizeValue* rows = nullptr;
+    if (emb)
+      for (const SizeValue& s : emb->sizes)
+        if (s.label == "num") rows = &s;
+    if (!rows) return;
+    for (ModuleNode& c : node.children) {
+      if (c.role != ModuleRole::Linear || !c.position.empty()) continue;
+      for (const SizeValue& s : c.sizes) {
+        bool same = s.label == "out" && (s.value.text == rows->value.text ||
+                                         (s.value.is_known() && rows->value.is_known() && s.value.value == rows->value.value));
+        if (same) {
+          c.position = "lm_head";
+          return;
+        }
+      }
     }
   }
 
