@@ -16,10 +16,17 @@ fuzzer=build-fuzz/fuzz/frontend_fuzz
 mkdir -p fuzz/regressions build-fuzz/corpus
 
 echo "== replaying the seed corpus and past crashes"
-find fuzz/corpus fuzz/regressions -type f -print0 | xargs -0 -r "$fuzzer" -runs=1 >/dev/null 2>build-fuzz/replay.log ||
-  { tail -40 build-fuzz/replay.log; exit 1; }
+replay_failed=0
+while IFS= read -r -d '' input; do
+  if ! "$fuzzer" -runs=1 "$input" >build-fuzz/replay.log 2>&1; then
+    echo "FAIL: $input"
+    grep -m3 -E "ERROR|SUMMARY" build-fuzz/replay.log || true
+    replay_failed=1
+  fi
+done < <(find fuzz/corpus fuzz/regressions -type f -print0)
 
 echo "== fuzzing for ${seconds}s"
 # New interesting inputs go to build-fuzz/corpus (first directory); the seeds stay as written.
 "$fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix=fuzz/regressions/ -print_final_stats=1 build-fuzz/corpus fuzz/corpus
+exit "$replay_failed"
