@@ -427,6 +427,7 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
   size_t default_mark = exprs_.mark();
   int posonly_count = -1;
   bool seen_star = false, seen_default = false;
+  const PTok* bare_star = nullptr;
   arg* vararg = nullptr;
   arg* kwarg = nullptr;
   // kwonly args and their defaults are collected after the positional ones.
@@ -458,6 +459,7 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
       seen_star = true;
       if (at_op(Op::Comma) || at_op(closer)) {
         if (at_op(closer) || (is_op(peek(), closer))) error_at(t, "named arguments must follow bare *");
+        bare_star = &t;
       } else {
         vararg = parse_arg(true);
         if (at_op(Op::Equal)) error_at(tok(), "var-positional argument cannot have default value");
@@ -486,6 +488,7 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
     if (!accept_op(Op::Comma)) break;
   }
   (void)kwonly_mark, (void)kwdefault_mark;
+  if (bare_star && kwonly.empty()) error_at(*bare_star, "named arguments must follow bare *");
   a->defaults = exprs_.commit(default_mark, arena_);
   Span<arg*> positional = commit_nodes<arg>(pos_mark);
   if (posonly_count > 0) {
