@@ -47,7 +47,7 @@ TEST(DocstringsTest, PrototypesOfBothStyles) {
   EXPECT_EQ(docstring_prototype("功能描述\n没有原型。", "npu_x"), "");
 }
 
-class TempDir : public ::testing::Test {
+class DocstringFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
@@ -72,7 +72,7 @@ class TempDir : public ::testing::Test {
   std::filesystem::path dir_;
 };
 
-TEST_F(TempDir, NotPythonNoEntriesOrMissingFileAreErrors) {
+TEST_F(DocstringFileTest, NotPythonNoEntriesOrMissingFileAreErrors) {
   std::string not_python = write("a.py", "def broken(:\n    '''unterminated\n");
   EXPECT_NE(error_of(not_python).find(not_python + ":"), std::string::npos) << error_of(not_python);
   EXPECT_NE(error_of(not_python).find("not a readable Python file"), std::string::npos);
@@ -83,14 +83,14 @@ TEST_F(TempDir, NotPythonNoEntriesOrMissingFileAreErrors) {
   EXPECT_NE(error_of((dir_ / "missing.py").string()).find("cannot open"), std::string::npos);
 }
 
-TEST_F(TempDir, HugeFileIsRefusedBeforeReading) {
+TEST_F(DocstringFileTest, HugeFileIsRefusedBeforeReading) {
   std::string path = (dir_ / "huge.py").string();
   { std::ofstream(path, std::ios::binary).put('#'); }
   std::filesystem::resize_file(path, kMaxDocstringFileBytes + 1);
   EXPECT_NE(error_of(path).find("too large"), std::string::npos) << error_of(path);
 }
 
-TEST_F(TempDir, OtherMalformedCallsAreSkipped) {
+TEST_F(DocstringFileTest, OtherMalformedCallsAreSkipped) {
   std::string path = write("d.py",
                            "_add_torch_npu_docstr('npu_a', '''A''')\n"
                            "_add_torch_npu_docstr('npu_b', doc_variable)\n"
@@ -108,7 +108,7 @@ TEST_F(TempDir, OtherMalformedCallsAreSkipped) {
 
 // A file the size of a real torch_npu release (200 entries of about 30 KB):
 // every entry loads with the right text. bench/ops measures the time.
-TEST_F(TempDir, LargeRealisticFileLoadsCompletely) {
+TEST_F(DocstringFileTest, LargeRealisticFileLoadsCompletely) {
   std::string body;
   while (body.size() < 30000) body += "参数说明: x (Tensor) 输入张量，shape为[B, S, H]，dtype为float16。 \\n escaped\n";
   std::string text = "import torch_npu\n\n";

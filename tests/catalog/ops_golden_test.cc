@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -17,6 +18,9 @@ struct GoldenCase {
   const char* name;
   const char* args;  // after `npufuse ops`
 };
+
+// Test names in ctest show the case name, not the struct's bytes.
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.name; }
 
 #define FIXTURE "--catalog tests/data/ops/catalog --docs-path tests/data/ops/_op_plugin_docs.py "
 
