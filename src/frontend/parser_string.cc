@@ -136,6 +136,7 @@ static expr* parse_replacement_field(Parser& p, StringBuilder& outer, const PTok
     // 3.11 parses the field's text wrapped in parentheses: a bare tuple or
     // generator is accepted and spans from the '{' to one past its last
     // character, where the added ')' sits.
+    const PTok& first_value_tok = p.tok();
     expr* value = p.parse_star_expressions();
     if (as<Starred>(value)) p.error_at_node(value, "f-string: cannot use starred expression here");
     bool wrapped = value == p.last_bare_tuple_;
@@ -149,6 +150,9 @@ static expr* parse_replacement_field(Parser& p, StringBuilder& outer, const PTok
     if (wrapped) {
       const PTok& closer = p.tok();
       Parser::set_start(value, open);
+      // When the field's text starts with a line break, 3.11 places the
+      // added '(' at the f-string token's column (first line) or column 0.
+      if (first_value_tok.line != open.line) value->col_offset = open.line == t_first.line ? t_first.col : 0;
       value->end = closer.begin + 1;
       value->end_lineno = closer.line;
       value->end_col_offset = closer.col + 1;
