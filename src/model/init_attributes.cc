@@ -336,9 +336,13 @@ class InitDescriber {
         classify_value(*t ? i->body : i->orelse, a);
         return;
       }
-      // Two real alternatives: the first one describes the attribute, the note names the other.
-      classify_value(i->body, a);
-      a.note = "if " + test + ", else " + std::string(file_->text_of(i->orelse));
+      // A module or something else: the module describes the attribute, the note names the other.
+      if (auto* bc = ast::as<ast::Call>(i->body); bc && is_module_ctor(bc)) {
+        classify_value(i->body, a);
+        a.note = "if " + test + ", else " + std::string(file_->text_of(i->orelse));
+        return;
+      }
+      scalar(value, a);
       return;
     }
     auto* c = ast::as<ast::Call>(value);
