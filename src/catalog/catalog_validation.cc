@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "check/evaluate.h"
 #include "check/expr.h"
 
 namespace npufuse::catalog {
@@ -57,8 +58,44 @@ void check_literal_values(const check::Expr& e, const FactVocabulary& facts, con
   for (const auto& child : e.operands) check_literal_values(*child, facts, where, id, diags);
 }
 
+// One plausible value per fact, of its declared type (the first listed value
+// when the fact lists them), so that evaluating a constraint once finds
+// operations that can never work, such as comparing a str fact with a number.
+check::FactSet sample_facts(const FactVocabulary& facts) {
+  check::FactSet out;
+  for (const auto& [name, info] : facts.all()) {
+    check::Value v;
+    if (!info.values.empty()) v = info.values.front();
+    else if (info.type == "int") v = check::Value(int64_t{64});
+    else if (info.type == "float") v = check::Value(1.5);
+    else if (info.type == "str") v = check::Value("sample");
+    else if (info.type == "bool") v = check::Value(true);
+    else v = check::Value(check::Value::List{check::Value(int64_t{64})});
+    out.set(name, std::move(v), "sample");
+  }
+  return out;
+}
+
+// Type errors only: a division by zero or a bad align() multiple may come from
+// the sample values rather than from the constraint.
+void check_types(const Constraint& c, const check::FactSet& sample, Diagnostics& diags) {
+  for (const auto* part : {c.when.get(), c.require.get()}) {
+    if (!part) continue;
+    try {
+      check::evaluate(*part, sample);
+    } catch (const check::EvalError& e) {
+      std::string what = e.what();
+      if (what.find("division by zero") != std::string::npos || what.find("align() needs") != std::string::npos)
+        continue;
+      diags.errors.push_back(fmt::format("{}: constraint '{}': `{}` cannot be evaluated with facts of their declared "
+                                         "types: {}",
+                                         c.origin, c.id, part == c.when.get() ? c.when_text : c.require_text, what));
+    }
+  }
+}
+
 void validate_one(const Operator& op, const std::string& relative_path, const FactVocabulary& facts,
-                  Diagnostics& diags) {
+                  const check::FactSet& sample, Diagnostics& diags) {
   const std::string& file = op.path;
   auto error = [&](const std::string& msg) { diags.errors.push_back(fmt::format("{}:1:1: {}", file, msg)); };
 
@@ -92,6 +129,7 @@ void validate_one(const Operator& op, const std::string& relative_path, const Fa
               "{}: constraint '{}' uses '{}', which is not a fact in facts.toml", c.origin, c.id, name));
       check_literal_values(*expr, facts, c.origin, c.id, diags);
     }
+    check_types(c, sample, diags);
   }
 }
 
@@ -100,12 +138,13 @@ void validate_one(const Operator& op, const std::string& relative_path, const Fa
 void validate_catalog(const std::vector<Operator>& operators, const std::vector<std::string>& relative_paths,
                       const FactVocabulary& facts, Diagnostics& diags) {
   std::map<std::string, std::string> first_file;
+  check::FactSet sample = sample_facts(facts);
   for (size_t i = 0; i < operators.size(); ++i) {
     const Operator& op = operators[i];
     auto [it, fresh] = first_file.emplace(op.name, op.path);
     if (!fresh)
       diags.errors.push_back(fmt::format("{}:1:1: operator '{}' is already defined in {}", op.path, op.name, it->second));
-    validate_one(op, relative_paths[i], facts, diags);
+    validate_one(op, relative_paths[i], facts, sample, diags);
   }
   for (const Operator& op : operators)
     for (const auto& r : op.related)

@@ -111,6 +111,13 @@ TEST(CatalogLoadTest, ExpressionErrorsAndUnknownFacts) {
             "'inference')");
 }
 
+TEST(CatalogLoadTest, TypeErrorsAreFoundAtLoad) {
+  EXPECT_EQ(first_error(replace(kGoodOp, "head_dim <= 512", "head_dim + chip > 0")),
+            "cat/norm/npu_demo.toml:18:1: constraint 'head_dim_small': `head_dim + chip > 0` cannot be evaluated with "
+            "facts of their declared types: column 1: unsupported operand types for +: 'int' and 'str'");
+  EXPECT_EQ(first_error(replace(kGoodOp, "head_dim <= 512", "head_dim // (head_dim - 64) == 1")), "");
+}
+
 TEST(CatalogLoadTest, NameFamilyProductStatus) {
   EXPECT_EQ(first_error(kGoodOp, "norm/npu_other.toml"),
             "cat/norm/npu_other.toml:1:1: name \"npu_demo\" differs from the file name \"npu_other.toml\"");
