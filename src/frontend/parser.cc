@@ -43,12 +43,21 @@ Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena
   // Token offsets only grow, so one forward walk over the line starts gives
   // every token its line and column without a search per token.
   const int lines = source.line_count();
-  int begin_line = 1, end_line = 1;
-  uint32_t begin_line_start = 0, end_line_start = 0;
-  auto advance_line = [&](int& line, uint32_t& start, uint32_t offset) {
-    while (line < lines && source.line_start(line + 1) <= offset) {
-      ++line;
-      start = source.line_start(line);
+  // A cursor over the line starts: `next` caches where the following line
+  // begins, so most tokens cost one comparison.
+  struct LineCursor {
+    int line = 1;
+    uint32_t start = 0;
+    uint32_t next = UINT32_MAX;
+  };
+  auto next_start = [&](int line) { return line < lines ? source.line_start(line + 1) : UINT32_MAX; };
+  LineCursor at_begin, at_end;
+  at_begin.next = at_end.next = next_start(1);
+  auto advance_line = [&](LineCursor& c, uint32_t offset) {
+    while (offset >= c.next) {
+      ++c.line;
+      c.start = c.next;
+      c.next = next_start(c.line);
     }
   };
   for (const Token& t : tokens) {
@@ -67,16 +76,16 @@ Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena
     p.kind = t.kind;
     p.op = t.op;
     p.kw = t.kw;
-    advance_line(begin_line, begin_line_start, t.begin);
-    p.line = begin_line;
-    p.col = static_cast<int32_t>(t.begin - begin_line_start);
+    advance_line(at_begin, t.begin);
+    p.line = at_begin.line;
+    p.col = static_cast<int32_t>(t.begin - at_begin.start);
     // A token's end belongs to the line it ends on; an end exactly at a line
     // start (after a newline) still belongs to the previous line.
     uint32_t last = t.end > t.begin ? t.end - 1 : t.end;
-    if (end_line < begin_line) end_line = begin_line, end_line_start = begin_line_start;
-    advance_line(end_line, end_line_start, last);
-    p.end_line = end_line;
-    p.end_col = static_cast<int32_t>(t.end - end_line_start);
+    if (at_end.line < at_begin.line) at_end = at_begin;
+    advance_line(at_end, last);
+    p.end_line = at_end.line;
+    p.end_col = static_cast<int32_t>(t.end - at_end.start);
     toks_.push_back(p);
   }
   if (toks_.empty() || toks_.back().kind != TokenKind::EndMarker) {

@@ -199,69 +199,47 @@ done:
 }
 
 namespace {
-template <class Next>
-expr* binary_level(Parser& p, Next next, bool (*match)(const PTok&, operator_&)) {
-  const PTok& start = p.tok();
-  expr* left = (p.*next)();
-  operator_ op;
-  while (match(p.tok(), op)) {
-    p.advance();
-    auto* b = p.make_node<BinOp>();
-    b->left = left;
-    b->op = op;
-    b->right = (p.*next)();
-    left = p.finish(b, start);
+// Binding strength of a binary operator token (0: not one), CPython's
+// bitwise_or > bitwise_xor > bitwise_and > shift_expr > sum > term.
+int binary_precedence(const PTok& t, operator_& op) {
+  if (t.kind != TokenKind::Op) return 0;
+  switch (t.op) {
+    case Op::VBar: op = operator_::BitOr; return 1;
+    case Op::CircumFlex: op = operator_::BitXor; return 2;
+    case Op::Amper: op = operator_::BitAnd; return 3;
+    case Op::LeftShift: op = operator_::LShift; return 4;
+    case Op::RightShift: op = operator_::RShift; return 4;
+    case Op::Plus: op = operator_::Add; return 5;
+    case Op::Minus: op = operator_::Sub; return 5;
+    case Op::Star: op = operator_::Mult; return 6;
+    case Op::Slash: op = operator_::Div; return 6;
+    case Op::DoubleSlash: op = operator_::FloorDiv; return 6;
+    case Op::Percent: op = operator_::Mod; return 6;
+    case Op::At: op = operator_::MatMult; return 6;
+    default: return 0;
   }
-  return left;
 }
-bool op_is(const PTok& t, Op o) { return t.kind == TokenKind::Op && t.op == o; }
 }  // namespace
 
-expr* Parser::parse_bitwise_or() {
-  return binary_level(*this, &Parser::parse_bitwise_xor, [](const PTok& t, operator_& op) {
-    op = operator_::BitOr;
-    return op_is(t, Op::VBar);
-  });
+// bitwise_or down to term in one precedence-climbing loop; all of these
+// operators are left-associative.
+expr* Parser::parse_binary(int min_precedence) {
+  const PTok& start = tok();
+  expr* left = parse_factor();
+  for (;;) {
+    operator_ op;
+    int precedence = binary_precedence(tok(), op);
+    if (precedence == 0 || precedence < min_precedence) return left;
+    advance();
+    auto* b = make_node<BinOp>();
+    b->left = left;
+    b->op = op;
+    b->right = parse_binary(precedence + 1);
+    left = finish(b, start);
+  }
 }
-expr* Parser::parse_bitwise_xor() {
-  return binary_level(*this, &Parser::parse_bitwise_and, [](const PTok& t, operator_& op) {
-    op = operator_::BitXor;
-    return op_is(t, Op::CircumFlex);
-  });
-}
-expr* Parser::parse_bitwise_and() {
-  return binary_level(*this, &Parser::parse_shift, [](const PTok& t, operator_& op) {
-    op = operator_::BitAnd;
-    return op_is(t, Op::Amper);
-  });
-}
-expr* Parser::parse_shift() {
-  return binary_level(*this, &Parser::parse_sum, [](const PTok& t, operator_& op) {
-    if (op_is(t, Op::LeftShift)) return op = operator_::LShift, true;
-    if (op_is(t, Op::RightShift)) return op = operator_::RShift, true;
-    return false;
-  });
-}
-expr* Parser::parse_sum() {
-  return binary_level(*this, &Parser::parse_term, [](const PTok& t, operator_& op) {
-    if (op_is(t, Op::Plus)) return op = operator_::Add, true;
-    if (op_is(t, Op::Minus)) return op = operator_::Sub, true;
-    return false;
-  });
-}
-expr* Parser::parse_term() {
-  return binary_level(*this, &Parser::parse_factor, [](const PTok& t, operator_& op) {
-    if (t.kind != TokenKind::Op) return false;
-    switch (t.op) {
-      case Op::Star: return op = operator_::Mult, true;
-      case Op::Slash: return op = operator_::Div, true;
-      case Op::DoubleSlash: return op = operator_::FloorDiv, true;
-      case Op::Percent: return op = operator_::Mod, true;
-      case Op::At: return op = operator_::MatMult, true;
-      default: return false;
-    }
-  });
-}
+
+expr* Parser::parse_bitwise_or() { return parse_binary(1); }
 
 expr* Parser::parse_factor() {
   if (tok().kind == TokenKind::Op) {

@@ -208,11 +208,7 @@ class Parser {
   expr* parse_inversion();
   expr* parse_comparison();
   expr* parse_bitwise_or();
-  expr* parse_bitwise_xor();
-  expr* parse_bitwise_and();
-  expr* parse_shift();
-  expr* parse_sum();
-  expr* parse_term();
+  expr* parse_binary(int min_precedence);
   expr* parse_factor();
   expr* parse_power();
   expr* parse_await_primary();
