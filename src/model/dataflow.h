@@ -1,0 +1,69 @@
+#pragma once
+// SSA dataflow of one Python function (a module's forward or a helper), the
+// start of the graph that fusion rules will match on.
+//
+// Every expression that produces a value becomes an op with a canonical name
+// (op_names.h), so `x.pow(2)`, `x ** 2`, `torch.pow(x, 2)` and
+// `torch.square(x)` are all `pow`. Each assignment makes a new value (SSA);
+// names assigned in an `if` or a loop are merged with a `phi` op after it.
+// Casts (`.float()`, `.to(dtype)`, `type_as`) and views (`view`, `reshape`,
+// `transpose`, slices, ...) are kept as ops and marked, so a matcher can see
+// through them. Calls of submodules and helpers stay single ops for now
+// (`module:q_proj`, `call:rotate_half`); inlining comes later.
+#include <string>
+#include <vector>
+
+#include "model/source_set.h"
+
+namespace npufuse::model {
+
+enum class OpClass {
+  Input,      // a function parameter
+  Constant,   // a literal
+  Compute,    // arithmetic / torch op
+  Cast,       // dtype change only
+  View,       // shape/stride change only (view, reshape, transpose, permute, ...)
+  Slice,      // indexing x[...]
+  Module,     // self.submodule(...)
+  Call,       // a helper, an own method or an unknown callee (kept opaque)
+  Attribute,  // self.weight, x.shape, x.dtype, other attribute reads
+  Structure,  // tuple/list building, unpacking, phi merges, stores
+};
+
+const char* op_class_name(OpClass c);
+
+struct DataflowOp {
+  int id = 0;
+  std::string name;          // canonical: "pow", "to", "view", "getitem", "module:q_proj", "phi", ...
+  OpClass cls = OpClass::Compute;
+  std::vector<int> inputs;   // value ids, in argument order (receiver first for methods)
+  std::vector<std::string> attrs;  // keyword names bound to inputs ("dim="), literal text
+  std::vector<int> outputs;  // value ids
+  bool in_place = false;     // x.add_(y), x += y, x[i] = y
+  int line = 0;
+  std::string condition;     // enclosing if-conditions and loops, "" at top level
+};
+
+struct DataflowValue {
+  int id = 0;
+  std::string name;  // the variable it was bound to, if any
+  int producer = -1;  // op id
+};
+
+struct FunctionDataflow {
+  std::string function;
+  const ModelFile* file = nullptr;
+  std::vector<DataflowOp> ops;
+  std::vector<DataflowValue> values;
+  std::vector<int> returns;  // value ids returned (each return statement's values)
+
+  // Ops that read value `v`.
+  std::vector<int> consumers(int v) const;
+  const DataflowOp& producer_of(int v) const { return ops[static_cast<size_t>(values[static_cast<size_t>(v)].producer)]; }
+  // One line per op: "v3 = pow(v1, v2) [compute] @12".
+  std::string dump() const;
+};
+
+FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file, const ast::FunctionDef& fn);
+
+}  // namespace npufuse::model

@@ -1,0 +1,458 @@
+// Builds the SSA dataflow of one function (see dataflow.h).
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "model/ast_walk.h"
+#include "model/dataflow.h"
+#include "model/op_names.h"
+
+namespace npufuse::model {
+
+namespace {
+
+// Ops that only change dtype, or only shape/strides; matching looks through them.
+bool is_cast(const std::string& op) { return op == "to"; }
+bool is_view(const std::string& op) {
+  static const std::set<std::string> views = {"view",   "reshape",   "transpose", "permute", "unsqueeze",  "squeeze",
+                                              "flatten", "unflatten", "expand",    "expand_as", "contiguous", "view_as",
+                                              "movedim", "t",         "split",     "chunk",   "unbind",     "narrow"};
+  return views.count(op) > 0;
+}
+
+const std::set<std::string>& builtins() {
+  static const std::set<std::string> names = {"len",   "int",  "float", "bool",  "isinstance", "range", "min",
+                                              "max",   "sum",  "abs",   "tuple", "list",       "zip",   "enumerate",
+                                              "getattr", "hasattr", "round", "print", "dict", "str", "type", "iter", "next",
+                                              "reversed", "sorted", "any", "all", "slice", "super"};
+  return names;
+}
+
+const char* compare_name(ast::cmpop op) {
+  switch (op) {
+    case ast::cmpop::Eq: return "eq";
+    case ast::cmpop::NotEq: return "ne";
+    case ast::cmpop::Lt: return "lt";
+    case ast::cmpop::LtE: return "le";
+    case ast::cmpop::Gt: return "gt";
+    case ast::cmpop::GtE: return "ge";
+    case ast::cmpop::Is: return "is";
+    case ast::cmpop::IsNot: return "is_not";
+    case ast::cmpop::In: return "in";
+    case ast::cmpop::NotIn: return "not_in";
+  }
+  return "compare";
+}
+
+class Builder {
+ public:
+  Builder(const SourceSet& sources, const ModelFile& file, FunctionDataflow& g) : sources_(sources), file_(file), g_(g) {}
+
+  void function(const ast::FunctionDef& fn) {
+    const ast::arguments* a = fn.args;
+    auto param = [&](const ast::arg* p) {
+      if (!p || p->arg == "self") return;
+      int op = emit("input", OpClass::Input, {}, {std::string(p->arg)}, 1, &fn);
+      bind(std::string(p->arg), g_.ops[static_cast<size_t>(op)].outputs[0]);
+    };
+    for (const ast::arg* p : a->posonlyargs) param(p);
+    for (const ast::arg* p : a->args) param(p);
+    param(a->vararg);
+    for (const ast::arg* p : a->kwonlyargs) param(p);
+    param(a->kwarg);
+    statements(fn.body);
+  }
+
+ private:
+  int line_of(const ast::Node* n) const { return n ? file_.parsed->source.line_col(n->begin).line : 0; }
+
+  int new_value(const std::string& name, int producer) {
+    DataflowValue v;
+    v.id = static_cast<int>(g_.values.size());
+    v.name = name;
+    v.producer = producer;
+    g_.values.push_back(v);
+    return v.id;
+  }
+
+  // Emits an op with `n_out` fresh outputs; returns the op id.
+  int emit(std::string name, OpClass cls, std::vector<int> inputs, std::vector<std::string> attrs, int n_out,
+           const ast::Node* at, bool in_place = false) {
+    DataflowOp op;
+    op.id = static_cast<int>(g_.ops.size());
+    op.name = std::move(name);
+    op.cls = cls;
+    op.inputs = std::move(inputs);
+    op.attrs = std::move(attrs);
+    op.in_place = in_place;
+    op.line = line_of(at);
+    op.condition = condition_text();
+    g_.ops.push_back(op);
+    for (int i = 0; i < n_out; ++i) {
+      int v = new_value("", op.id);
+      g_.ops.back().outputs.push_back(v);
+    }
+    return op.id;
+  }
+  int emit_value(std::string name, OpClass cls, std::vector<int> inputs, std::vector<std::string> attrs, const ast::Node* at,
+                 bool in_place = false) {
+    int op = emit(std::move(name), cls, std::move(inputs), std::move(attrs), 1, at, in_place);
+    return g_.ops[static_cast<size_t>(op)].outputs[0];
+  }
+
+  std::string condition_text() const {
+    std::string out;
+    for (const std::string& c : conditions_) out += (out.empty() ? "" : " and ") + c;
+    return out;
+  }
+
+  void bind(const std::string& name, int value) {
+    env_[name] = value;
+    if (g_.values[static_cast<size_t>(value)].name.empty()) g_.values[static_cast<size_t>(value)].name = name;
+  }
+
+  int lookup(const ast::Name* n) {
+    std::string id(n->id);
+    auto it = env_.find(id);
+    if (it != env_.end()) return it->second;
+    // A module-level or builtin name read for the first time.
+    int v = emit_value("global", OpClass::Attribute, {}, {id}, n);
+    env_[id] = v;
+    return v;
+  }
+
+  // ---- statements -------------------------------------------------------
+
+  void statements(const Span<ast::stmt*>& body) {
+    for (const ast::stmt* s : body) statement(s);
+  }
+
+  void statement(const ast::stmt* s) {
+    if (auto* a = ast::as<ast::Assign>(s)) {
+      int v = expr(a->value);
+      for (const ast::expr* t : a->targets) store(t, v, s);
+    } else if (auto* an = ast::as<ast::AnnAssign>(s)) {
+      if (an->value) store(an->target, expr(an->value), s);
+    } else if (auto* au = ast::as<ast::AugAssign>(s)) {
+      int target = expr(au->target);
+      int value = expr(au->value);
+      int out = emit_value(canonical_binop(au->op), OpClass::Compute, {target, value}, {}, s, true);
+      store(au->target, out, s);
+    } else if (auto* e = ast::as<ast::Expr>(s)) {
+      expr(e->value);
+    } else if (auto* r = ast::as<ast::Return>(s)) {
+      if (!r->value) return;
+      if (auto* t = ast::as<ast::Tuple>(r->value)) {
+        for (const ast::expr* x : t->elts) g_.returns.push_back(expr(x));
+      } else {
+        g_.returns.push_back(expr(r->value));
+      }
+    } else if (auto* i = ast::as<ast::If>(s)) {
+      if_statement(i);
+    } else if (auto* f = ast::as<ast::For>(s)) {
+      int iter = expr(f->iter);
+      loop(std::string("for ") + std::string(file_.text_of(f->target)) + " in " + std::string(file_.text_of(f->iter)), s,
+           [&] {
+             int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
+             store(f->target, element, f);
+             statements(f->body);
+           });
+    } else if (auto* w = ast::as<ast::While>(s)) {
+      expr(w->test);
+      loop("while " + std::string(file_.text_of(w->test)), s, [&] { statements(w->body); });
+    } else if (auto* w = ast::as<ast::With>(s)) {
+      for (const ast::withitem* item : w->items) {
+        (void)item;
+      }
+      statements(w->body);
+    } else if (auto* t = ast::as<ast::Try>(s)) {
+      statements(t->body);
+      statements(t->orelse);
+      statements(t->finalbody);
+    }
+    // Pass, Raise, Assert, Delete, nested definitions: no dataflow.
+  }
+
+  void if_statement(const ast::If* i) {
+    int test = expr(i->test);
+    (void)test;
+    std::string cond(file_.text_of(i->test));
+    auto before = env_;
+    conditions_.push_back(cond);
+    statements(i->body);
+    conditions_.pop_back();
+    auto after_then = env_;
+    env_ = before;
+    if (!i->orelse.empty()) {
+      conditions_.push_back("not (" + cond + ")");
+      statements(i->orelse);
+      conditions_.pop_back();
+    }
+    auto after_else = env_;
+    merge(before, after_then, after_else, i);
+  }
+
+  template <class Body>
+  void loop(const std::string& header, const ast::stmt* s, Body body) {
+    auto before = env_;
+    conditions_.push_back(header);
+    body();
+    conditions_.pop_back();
+    auto after = env_;
+    merge(before, after, before, s);
+  }
+
+  // Names bound differently on two paths get a phi after the join.
+  void merge(const std::map<std::string, int>& before, const std::map<std::string, int>& a,
+             const std::map<std::string, int>& b, const ast::Node* at) {
+    std::map<std::string, int> result = before;
+    std::set<std::string> names;
+    for (const auto& [k, v] : a) names.insert(k);
+    for (const auto& [k, v] : b) names.insert(k);
+    for (const std::string& n : names) {
+      auto ia = a.find(n), ib = b.find(n);
+      if (ia != a.end() && ib != b.end() && ia->second == ib->second) {
+        result[n] = ia->second;
+        continue;
+      }
+      std::vector<int> ins;
+      if (ia != a.end()) ins.push_back(ia->second);
+      if (ib != b.end()) ins.push_back(ib->second);
+      if (ins.size() == 1) {
+        result[n] = ins[0];  // bound on one path only (used after the join only on that path)
+        continue;
+      }
+      int v = emit_value("phi", OpClass::Structure, ins, {}, at);
+      g_.values[static_cast<size_t>(v)].name = n;
+      result[n] = v;
+    }
+    env_ = result;
+  }
+
+  void store(const ast::expr* target, int value, const ast::Node* at) {
+    if (auto* n = ast::as<ast::Name>(target)) {
+      bind(std::string(n->id), value);
+    } else if (auto* t = ast::as<ast::Tuple>(target)) {
+      unpack(t->elts, value, at);
+    } else if (auto* l = ast::as<ast::List>(target)) {
+      unpack(l->elts, value, at);
+    } else if (auto* a = ast::as<ast::Attribute>(target)) {
+      std::string owner = dotted_name(a->value);
+      std::vector<int> ins = {value};
+      if (owner != "self") ins.insert(ins.begin(), expr(a->value));
+      emit("setattr", OpClass::Structure, ins, {owner == "self" ? "self." + std::string(a->attr) : std::string(a->attr)}, 0, at);
+    } else if (auto* s = ast::as<ast::Subscript>(target)) {
+      // x[idx] = v writes into x: a new version of x (a cache write, typically).
+      int base = expr(s->value);
+      int index = expr(s->slice);
+      int out = emit_value("setitem", OpClass::Slice, {base, index, value}, {}, at, true);
+      if (auto* n = ast::as<ast::Name>(s->value)) bind(std::string(n->id), out);
+    } else if (auto* st = ast::as<ast::Starred>(target)) {
+      store(st->value, value, at);
+    }
+  }
+
+  void unpack(const Span<ast::expr*>& elts, int value, const ast::Node* at) {
+    int op = emit("unpack", OpClass::Structure, {value}, {}, static_cast<int>(elts.size), at);
+    std::vector<int> outs = g_.ops[static_cast<size_t>(op)].outputs;
+    for (size_t i = 0; i < elts.size; ++i) store(elts[i], outs[i], at);
+  }
+
+  // ---- expressions ------------------------------------------------------
+
+  int expr(const ast::expr* e) {
+    if (!e) return emit_value("const", OpClass::Constant, {}, {"None"}, nullptr);
+    if (auto* n = ast::as<ast::Name>(e)) return lookup(n);
+    if (ast::as<ast::Constant>(e)) return emit_value("const", OpClass::Constant, {}, {std::string(file_.text_of(e))}, e);
+    if (auto* b = ast::as<ast::BinOp>(e)) {
+      int l = expr(b->left), r = expr(b->right);
+      return emit_value(canonical_binop(b->op), OpClass::Compute, {l, r}, {}, e);
+    }
+    if (auto* u = ast::as<ast::UnaryOp>(e)) {
+      int x = expr(u->operand);
+      const char* name = u->op == ast::unaryop::USub ? "neg" : u->op == ast::unaryop::Not ? "not" : u->op == ast::unaryop::Invert ? "bitwise_not" : "pos";
+      return emit_value(name, OpClass::Compute, {x}, {}, e);
+    }
+    if (auto* c = ast::as<ast::Compare>(e)) {
+      std::vector<int> ins = {expr(c->left)};
+      for (const ast::expr* x : c->comparators) ins.push_back(expr(x));
+      return emit_value(compare_name(c->ops[0]), OpClass::Compute, ins, {}, e);
+    }
+    if (auto* b = ast::as<ast::BoolOp>(e)) {
+      std::vector<int> ins;
+      for (const ast::expr* x : b->values) ins.push_back(expr(x));
+      return emit_value(b->op == ast::boolop::And ? "and" : "or", OpClass::Compute, ins, {}, e);
+    }
+    if (auto* i = ast::as<ast::IfExp>(e)) {
+      int t = expr(i->test), a = expr(i->body), b = expr(i->orelse);
+      return emit_value("select", OpClass::Structure, {t, a, b}, {}, e);
+    }
+    if (auto* c = ast::as<ast::Call>(e)) return call(c);
+    if (auto* a = ast::as<ast::Attribute>(e)) return attribute(a);
+    if (auto* s = ast::as<ast::Subscript>(e)) {
+      int base = expr(s->value);
+      int index = expr(s->slice);
+      return emit_value("getitem", OpClass::Slice, {base, index}, {}, e);
+    }
+    if (auto* sl = ast::as<ast::Slice>(e)) {
+      std::vector<int> ins;
+      for (const ast::expr* x : {sl->lower, sl->upper, sl->step})
+        if (x) ins.push_back(expr(x));
+      return emit_value("slice", OpClass::Structure, ins, {std::string(file_.text_of(e))}, e);
+    }
+    if (auto* t = ast::as<ast::Tuple>(e)) return sequence("tuple", t->elts, e);
+    if (auto* l = ast::as<ast::List>(e)) return sequence("list", l->elts, e);
+    if (auto* st = ast::as<ast::Starred>(e)) return expr(st->value);
+    if (auto* d = ast::as<ast::Dict>(e)) {
+      std::vector<int> ins;
+      for (const ast::expr* v : d->values) ins.push_back(expr(v));
+      return emit_value("dict", OpClass::Structure, ins, {}, e);
+    }
+    if (auto* ne = ast::as<ast::NamedExpr>(e)) {
+      int v = expr(ne->value);
+      store(ne->target, v, e);
+      return v;
+    }
+    // Comprehensions, lambdas, f-strings: one opaque op reading the names they use.
+    std::vector<int> ins;
+    std::set<std::string> seen;
+    walk(e, [&](const ast::Node* n) {
+      if (auto* name = ast::as<ast::Name>(n)) {
+        auto it = env_.find(std::string(name->id));
+        if (it != env_.end() && seen.insert(std::string(name->id)).second) ins.push_back(it->second);
+      }
+      return true;
+    });
+    return emit_value("opaque", OpClass::Call, ins, {std::string(ast::kind_name(e->kind))}, e);
+  }
+
+  int sequence(const char* name, const Span<ast::expr*>& elts, const ast::Node* at) {
+    std::vector<int> ins;
+    for (const ast::expr* x : elts) ins.push_back(expr(x));
+    return emit_value(name, OpClass::Structure, ins, {}, at);
+  }
+
+  int attribute(const ast::Attribute* a) {
+    std::string attr(a->attr);
+    if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self")
+      return emit_value("self." + attr, OpClass::Attribute, {}, {}, a);
+    if (auto* n = ast::as<ast::Name>(a->value); n && !env_.count(std::string(n->id))) {
+      // torch.float32, math.pi: a module attribute, not a value read.
+      std::string q = sources_.qualified_name(file_, a);
+      return emit_value("global", OpClass::Attribute, {}, {q}, a);
+    }
+    int base = expr(a->value);
+    if (attr == "shape" || attr == "dtype" || attr == "device" || attr == "T" || attr == "mT")
+      return emit_value(attr, attr == "T" || attr == "mT" ? OpClass::View : OpClass::Attribute, {base}, {}, a);
+    return emit_value("getattr", OpClass::Attribute, {base}, {attr}, a);
+  }
+
+  // Arguments in order: positional, then keywords labelled "name=".
+  void arguments(const ast::Call* c, std::vector<int>& ins, std::vector<std::string>& labels) {
+    for (const ast::expr* x : c->args) {
+      ins.push_back(expr(x));
+      labels.push_back(ast::as<ast::Starred>(x) ? "*" : "");
+    }
+    for (const ast::keyword* kw : c->keywords) {
+      ins.push_back(expr(kw->value));
+      labels.push_back(ast::present(kw->arg) ? std::string(kw->arg) + "=" : "**");
+    }
+  }
+
+  int call(const ast::Call* c) {
+    const ast::expr* func = c->func;
+    std::vector<int> ins;
+    std::vector<std::string> labels;
+    // self.X(...): a submodule (or an own method, when the class defines X).
+    if (auto* a = ast::as<ast::Attribute>(func)) {
+      auto* base = ast::as<ast::Name>(a->value);
+      if (base && base->id == "self") {
+        arguments(c, ins, labels);
+        return emit_value("self." + std::string(a->attr), OpClass::Module, ins, labels, c);
+      }
+      if (base && !env_.count(std::string(base->id))) {
+        // A module function: torch.pow, F.silu, dist.all_reduce.
+        std::string q = sources_.qualified_name(file_, func);
+        arguments(c, ins, labels);
+        return function_op(q, ins, labels, c);
+      }
+      // A method on a value: x.pow(2), h.view(...).transpose(1, 2).
+      ins.push_back(expr(a->value));
+      labels.push_back("");
+      arguments(c, ins, labels);
+      CanonicalOp op = canonical_call(a->attr);
+      OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
+      if (op.name == "update" || op.name == "append" || op.name == "get_seq_length") cls = OpClass::Call;
+      int out = emit_value(op.name, cls, ins, labels, c, op.in_place);
+      // x.add_(y): later reads of x see the new version.
+      if (op.in_place)
+        if (auto* n = ast::as<ast::Name>(a->value)) bind(std::string(n->id), out);
+      return out;
+    }
+    // self.experts[i](...), TABLE[key](...)
+    if (auto* s = ast::as<ast::Subscript>(func)) {
+      auto* a = ast::as<ast::Attribute>(s->value);
+      auto* base = a ? ast::as<ast::Name>(a->value) : nullptr;
+      if (base && base->id == "self") {
+        ins.push_back(expr(s->slice));
+        labels.push_back("index=");
+        arguments(c, ins, labels);
+        return emit_value("self." + std::string(a->attr) + "[]", OpClass::Module, ins, labels, c);
+      }
+      ins.push_back(expr(func));
+      labels.push_back("callee=");
+      arguments(c, ins, labels);
+      return emit_value("call:" + std::string(file_.text_of(s->value)) + "[]", OpClass::Call, ins, labels, c);
+    }
+    if (auto* n = ast::as<ast::Name>(func)) {
+      std::string id(n->id);
+      if (env_.count(id)) {
+        // A local holding a function (attention_interface = ...): kept opaque, callee first.
+        ins.push_back(env_[id]);
+        labels.push_back("callee=");
+        arguments(c, ins, labels);
+        return emit_value("call:" + id, OpClass::Call, ins, labels, c);
+      }
+      arguments(c, ins, labels);
+      if (sources_.find_function(id)) return emit_value("call:" + id, OpClass::Call, ins, labels, c);
+      if (sources_.find_class(id)) return emit_value("new:" + id, OpClass::Call, ins, labels, c);
+      if (builtins().count(id)) return emit_value(id, OpClass::Compute, ins, labels, c);
+      return function_op(sources_.qualified_name(file_, func), ins, labels, c);
+    }
+    ins.push_back(expr(func));
+    labels.push_back("callee=");
+    arguments(c, ins, labels);
+    return emit_value("call:?", OpClass::Call, ins, labels, c);
+  }
+
+  int function_op(const std::string& qualified, std::vector<int> ins, std::vector<std::string> labels, const ast::Call* c) {
+    std::string head = qualified.substr(0, qualified.find('.'));
+    if (head == "torch" || head == "math") {
+      CanonicalOp op = canonical_call(qualified);
+      OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
+      int out = emit_value(op.name, cls, std::move(ins), std::move(labels), c, op.in_place);
+      return out;
+    }
+    return emit_value("call:" + qualified, OpClass::Call, std::move(ins), std::move(labels), c);
+  }
+
+  const SourceSet& sources_;
+  const ModelFile& file_;
+  FunctionDataflow& g_;
+  std::map<std::string, int> env_;
+  std::vector<std::string> conditions_;
+};
+
+}  // namespace
+
+FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file, const ast::FunctionDef& fn) {
+  FunctionDataflow g;
+  g.function = std::string(fn.name);
+  g.file = &file;
+  Builder b(sources, file, g);
+  b.function(fn);
+  return g;
+}
+
+}  // namespace npufuse::model

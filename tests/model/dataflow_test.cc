@@ -1,0 +1,138 @@
+// SSA dataflow of single functions: canonical names, casts and views,
+// unpacking, in-place ops, branches.
+#include "model/dataflow.h"
+
+#include <gtest/gtest.h>
+
+namespace npufuse::model {
+namespace {
+
+class DataflowTest : public ::testing::Test {
+ protected:
+  const FunctionDataflow& build(const std::string& body, const std::string& params = "x") {
+    std::string text = "import torch\nimport torch.nn.functional as F\ndef helper(t):\n    return t\n"
+                       "def f(" + params + "):\n" + body;
+    sources_ = std::make_unique<SourceSet>(SourceSet::from_texts({{"m.py", text}}));
+    const FunctionDecl* fn = sources_->find_function("f");
+    graph_ = build_dataflow(*sources_, *fn->file, *fn->node);
+    return graph_;
+  }
+  std::vector<std::string> names(OpClass cls) const {
+    std::vector<std::string> out;
+    for (const DataflowOp& op : graph_.ops)
+      if (op.cls == cls) out.push_back(op.name);
+    return out;
+  }
+  const DataflowOp& returned(size_t i = 0) const { return graph_.producer_of(graph_.returns.at(i)); }
+
+  std::unique_ptr<SourceSet> sources_;
+  FunctionDataflow graph_;
+};
+
+TEST_F(DataflowTest, FourSpellingsOfSquareAreOnePowOp) {
+  build("    a = x.pow(2)\n    b = x ** 2\n    c = torch.pow(x, 2)\n    d = torch.square(x)\n    return a, b, c, d\n");
+  ASSERT_EQ(graph_.returns.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(returned(i).name, "pow") << graph_.dump();
+    EXPECT_EQ(returned(i).cls, OpClass::Compute);
+    // Each reads the parameter x first.
+    EXPECT_EQ(graph_.producer_of(returned(i).inputs[0]).cls, OpClass::Input);
+  }
+}
+
+TEST_F(DataflowTest, CastsAndViewsAreMarked) {
+  build("    h = x.float().view(2, -1).transpose(1, 2)\n    y = h.to(torch.bfloat16).type_as(x)\n    return y[..., : 4]\n");
+  std::vector<std::string> casts = names(OpClass::Cast);
+  std::vector<std::string> expected_casts = {"to", "to", "to"};
+  EXPECT_EQ(casts, expected_casts);
+  std::vector<std::string> views = names(OpClass::View);
+  std::vector<std::string> expected_views = {"view", "transpose"};
+  EXPECT_EQ(views, expected_views);
+  EXPECT_EQ(returned().name, "getitem");
+  EXPECT_EQ(returned().cls, OpClass::Slice);
+}
+
+TEST_F(DataflowTest, TupleUnpackingGivesEachNameItsOwnValue) {
+  build("    a, b = torch.split(x, 2, dim=-1)\n    return b * a\n");
+  const DataflowOp& mul = returned();
+  ASSERT_EQ(mul.inputs.size(), 2u);
+  EXPECT_EQ(graph_.values[static_cast<size_t>(mul.inputs[0])].name, "b");
+  EXPECT_EQ(graph_.values[static_cast<size_t>(mul.inputs[1])].name, "a");
+  const DataflowOp& unpack = graph_.producer_of(mul.inputs[0]);
+  EXPECT_EQ(unpack.name, "unpack");
+  EXPECT_EQ(graph_.producer_of(unpack.inputs[0]).name, "split");
+  EXPECT_EQ(graph_.producer_of(unpack.inputs[0]).cls, OpClass::View);
+}
+
+TEST_F(DataflowTest, InPlaceOpsMakeANewVersion) {
+  build("    y = torch.zeros_like(x)\n    y.add_(x)\n    y += 1\n    return y\n");
+  const DataflowOp& last = returned();
+  EXPECT_EQ(last.name, "add");
+  EXPECT_TRUE(last.in_place);
+  const DataflowOp& first = graph_.producer_of(last.inputs[0]);
+  EXPECT_EQ(first.name, "add");
+  EXPECT_TRUE(first.in_place);
+  EXPECT_EQ(graph_.producer_of(first.inputs[0]).name, "zeros_like");
+}
+
+TEST_F(DataflowTest, BranchesMergeWithPhiAndKeepTheirCondition) {
+  build("    if mask is not None:\n        x = x + mask\n    return F.softmax(x, dim=-1)\n", "x, mask");
+  const DataflowOp& softmax = returned();
+  EXPECT_EQ(softmax.name, "softmax");
+  ASSERT_EQ(softmax.attrs.size(), 2u);
+  EXPECT_EQ(softmax.attrs[1], "dim=");
+  const DataflowOp& phi = graph_.producer_of(softmax.inputs[0]);
+  EXPECT_EQ(phi.name, "phi");
+  ASSERT_EQ(phi.inputs.size(), 2u);
+  const DataflowOp& add = graph_.producer_of(phi.inputs[0]);
+  EXPECT_EQ(add.name, "add");
+  EXPECT_EQ(add.condition, "mask is not None");
+  // x is read by the add and by the phi (the path that skips the branch).
+  EXPECT_EQ(graph_.consumers(add.inputs[0]).size(), 2u);
+}
+
+TEST_F(DataflowTest, CallsOfHelpersAndSubmodulesStayOpaqueButNamed) {
+  std::string text =
+      "import torch\n"
+      "def rotate(t):\n"
+      "    return t\n"
+      "class A:\n"
+      "    def forward(self, x):\n"
+      "        q = self.q_proj(x)\n"
+      "        e = self.experts[0](q)\n"
+      "        return rotate(e) * self.weight\n";
+  SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+  const ClassDecl* a = sources.find_class("A");
+  const auto* forward = ast::as<ast::FunctionDef>(a->node->body[0]);
+  FunctionDataflow g = build_dataflow(sources, *a->file, *forward);
+  std::vector<std::string> seen;
+  for (const DataflowOp& op : g.ops) seen.push_back(op.name);
+  std::vector<std::string> expected = {"input", "self.q_proj", "const", "self.experts[]", "call:rotate", "self.weight", "mul"};
+  EXPECT_EQ(seen, expected) << g.dump();
+}
+
+TEST_F(DataflowTest, TestModelForwardsBuildWithoutUnknownCallees) {
+  // The llama-like attention forward: every op is either canonical or a named call.
+  std::string path = std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/model.py";
+  SourceSet sources = SourceSet::load({path});
+  const ClassDecl* attn = sources.find_class("LlamaAttention");
+  ASSERT_NE(attn, nullptr);
+  const ast::FunctionDef* forward = nullptr;
+  for (const ast::stmt* s : attn->node->body)
+    if (auto* fn = ast::as<ast::FunctionDef>(s); fn && fn->name == "forward") forward = fn;
+  ASSERT_NE(forward, nullptr);
+  FunctionDataflow g = build_dataflow(sources, *attn->file, *forward);
+  int projections = 0, views = 0, calls_unknown = 0;
+  for (const DataflowOp& op : g.ops) {
+    if (op.cls == OpClass::Module && op.name.find("_proj") != std::string::npos) ++projections;
+    if (op.cls == OpClass::View) ++views;
+    if (op.name == "call:?") ++calls_unknown;
+  }
+  EXPECT_EQ(projections, 4);  // q, k, v, o
+  EXPECT_GE(views, 6);        // view + transpose for q, k, v
+  EXPECT_EQ(calls_unknown, 0);
+  EXPECT_EQ(g.returns.size(), 2u);
+}
+
+}  // namespace
+}  // namespace npufuse::model
