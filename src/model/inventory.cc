@@ -6,7 +6,7 @@ namespace npufuse::model {
 
 const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts() {
   static const std::vector<std::pair<std::string, std::string>> parts = {
-      {"dataflow", "SSA values per forward and helper, with canonical op names"},
+      {"dataflow", "SSA values per forward with submodules and helpers inlined (a per-function SSA builder exists; it is not inlined or reported yet)"},
       {"sub_chains", "attention (norm, QKV, RoPE, cache write/read, core, O) and MoE (gate, top-k, dispatch, experts, combine, shared experts) spans"},
       {"branches", "prefill/decode, quantised, TP/EP/DP and training-only branch classes"},
       {"consumers", "uses of each value, including those that escape a chain"},
@@ -31,6 +31,10 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
     for (const ast::expr* b : c->node->bases) s.bases.emplace_back(c->file->text_of(b));
     if (const ClassRole* r = roles.find(c->node->name)) s.role = *r;
     if (const ClassInstance* inst = roles.standalone(c->node->name)) s.attributes = inst->attributes;
+    if (const ForwardCensus* census = roles.census(c->node->name)) {
+      s.forward_ops.assign(census->ops.begin(), census->ops.end());
+      s.forward_calls = census->child_calls;
+    }
     inv.classes.push_back(std::move(s));
   }
   inv.structure = build_structure(sources, ev, roles);

@@ -18,6 +18,8 @@ struct ClassSummary {
   std::vector<std::string> bases;  // as written
   ClassRole role;
   std::vector<Attribute> attributes;  // the class on its own (defaults and symbols)
+  std::vector<std::string> forward_ops;    // canonical ops its forward uses (through helpers)
+  std::vector<std::string> forward_calls;  // submodules its forward calls, in order
 };
 
 struct ConfigFieldUse {

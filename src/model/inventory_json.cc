@@ -115,6 +115,8 @@ json inventory_to_json(const Inventory& inv) {
     cj["role"] = role_name(c.role.role);
     cj["role_evidence"] = c.role.evidence;
     cj["weight_offset_one"] = c.role.weight_offset_one;
+    cj["forward_ops"] = c.forward_ops;
+    cj["forward_calls"] = c.forward_calls;
     cj["attributes"] = json::array();
     for (const Attribute& a : c.attributes) cj["attributes"].push_back(attribute_json(a));
     j["classes"].push_back(cj);

@@ -175,6 +175,19 @@ std::string inventory_to_markdown(const Inventory& inv, Lang lang) {
       for (size_t i = 0; i < c.role.evidence.size(); ++i) out += (i ? "; " : "") + c.role.evidence[i];
       out += "\n\n";
     }
+    if (!c.forward_ops.empty() || !c.forward_calls.empty()) {
+      out += "forward:";
+      if (!c.forward_calls.empty()) {
+        out += " calls";
+        for (size_t i = 0; i < c.forward_calls.size(); ++i) out += (i ? " → " : " ") + std::string("`") + c.forward_calls[i] + "`";
+        out += ";";
+      }
+      if (!c.forward_ops.empty()) {
+        out += " ops";
+        for (size_t i = 0; i < c.forward_ops.size(); ++i) out += (i ? ", " : " ") + c.forward_ops[i];
+      }
+      out += "\n\n";
+    }
     if (c.attributes.empty()) continue;
     out += std::string(w.attribute_header) + "\n";
     for (const Attribute& a : c.attributes) {

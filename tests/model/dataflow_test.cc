@@ -136,3 +136,39 @@ TEST_F(DataflowTest, TestModelForwardsBuildWithoutUnknownCallees) {
 
 }  // namespace
 }  // namespace npufuse::model
+
+namespace npufuse::model {
+namespace {
+
+// Every function of every test model builds, and the graph is well formed:
+// inputs refer to values produced by earlier ops, each value has one producer.
+TEST(DataflowInvariants, AllFunctionsOfAllTestModels) {
+  for (const char* name : {"llama_like", "qwen3_like", "qwen3_moe_like", "deepseek_v3_like", "deepseek_v32_like", "vllm_style",
+                           "gptj_style", "gemma_style", "gpt_oss_like"}) {
+    SCOPED_TRACE(name);
+    SourceSet sources = SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + name + "/model.py"});
+    std::vector<const ast::FunctionDef*> functions;
+    const ModelFile& file = *sources.files()[0];
+    for (const ast::stmt* s : file.parsed->module->body) {
+      if (auto* fn = ast::as<ast::FunctionDef>(s)) functions.push_back(fn);
+      if (auto* c = ast::as<ast::ClassDef>(s))
+        for (const ast::stmt* m : c->body)
+          if (auto* fn = ast::as<ast::FunctionDef>(m)) functions.push_back(fn);
+    }
+    ASSERT_GT(functions.size(), 5u);
+    for (const ast::FunctionDef* fn : functions) {
+      FunctionDataflow g = build_dataflow(sources, file, *fn);
+      for (const DataflowOp& op : g.ops) {
+        for (int in : op.inputs) {
+          ASSERT_GE(in, 0);
+          ASSERT_LT(static_cast<size_t>(in), g.values.size());
+          EXPECT_LT(g.values[static_cast<size_t>(in)].producer, op.id) << fn->name << "\n" << g.dump();
+        }
+        for (int out : op.outputs) EXPECT_EQ(g.values[static_cast<size_t>(out)].producer, op.id);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace npufuse::model
