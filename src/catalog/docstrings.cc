@@ -144,6 +144,16 @@ int paren_balance(std::string_view s) {
   return depth;
 }
 
+// Prototype lines come as `torch_npu.name(`, `name(`, `custom.name(` or
+// `func: name(`; the returned view starts at the name.
+std::string_view strip_prototype_prefix(std::string_view line) {
+  line = trim(line);
+  for (std::string_view prefix : {"func:", "torch_npu.", "custom.", "torch.ops.npu."}) {
+    if (line.substr(0, prefix.size()) == prefix) line = trim(line.substr(prefix.size()));
+  }
+  return line;
+}
+
 // Joins lines from `first` until the parentheses close (and a `->` return
 // type on the following line, if any).
 std::string collect_prototype(const std::vector<std::string_view>& lines, size_t first) {
@@ -152,7 +162,11 @@ std::string collect_prototype(const std::vector<std::string_view>& lines, size_t
   bool opened = false;
   for (size_t i = first; i < lines.size() && i < first + 40; ++i) {
     std::string_view line = trim(lines[i]);
-    if (!out.empty()) out += ' ';
+    if (i == first) {
+      line = strip_prototype_prefix(line);
+      out = "torch_npu.";
+    }
+    if (i != first) out += ' ';
     out += line;
     depth += paren_balance(line);
     opened = opened || line.find('(') != std::string_view::npos;
@@ -166,8 +180,7 @@ std::string collect_prototype(const std::vector<std::string_view>& lines, size_t
 }
 
 bool starts_prototype(std::string_view line, std::string_view name) {
-  line = trim(line);
-  if (line.substr(0, 10) == "torch_npu.") line.remove_prefix(10);
+  line = strip_prototype_prefix(line);
   return line.substr(0, name.size()) == name && line.substr(name.size()).substr(0, 1) == "(";
 }
 
@@ -219,9 +232,11 @@ DocstringFile read_docstring_file(const std::string& path) {
 
 std::string docstring_prototype(std::string_view text, std::string_view name) {
   auto lines = split_lines(text);
-  // Newer style: the prototype follows the 接口原型 heading (fences and blank lines skipped).
+  // Newer style: the prototype follows the 接口原型 (or 函数原型) heading;
+  // fences and blank lines in between are skipped.
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find("接口原型") == std::string_view::npos) continue;
+    if (lines[i].find("接口原型") == std::string_view::npos && lines[i].find("函数原型") == std::string_view::npos)
+      continue;
     for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
       if (starts_prototype(lines[j], name)) return collect_prototype(lines, j);
     }

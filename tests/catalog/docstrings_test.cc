@@ -45,6 +45,12 @@ TEST(DocstringsTest, PrototypesOfBothStyles) {
   EXPECT_EQ(docstring_prototype(f.find("npu_rotary_mul")->text, "npu_rotary_mul"),
             "torch_npu.npu_rotary_mul(Tensor self, Tensor r1, Tensor r2, str rotary_mode='half') -> Tensor");
   EXPECT_EQ(docstring_prototype("功能描述\n没有原型。", "npu_x"), "");
+  // Spellings seen in released files: another heading, `func:` and `custom.` prefixes, no prefix.
+  EXPECT_EQ(docstring_prototype("函数原型\ncustom.npu_x(query, *, k=1) -> Tensor\n", "npu_x"),
+            "torch_npu.npu_x(query, *, k=1) -> Tensor");
+  EXPECT_EQ(docstring_prototype("接口原型：\nfunc: npu_x(Tensor a,\nTensor? b=None) -> Tensor\n", "npu_x"),
+            "torch_npu.npu_x(Tensor a, Tensor? b=None) -> Tensor");
+  EXPECT_EQ(docstring_prototype("\nnpu_x(Tensor a)\n-> Tensor\n", "npu_x"), "torch_npu.npu_x(Tensor a) -> Tensor");
 }
 
 class DocstringFileTest : public ::testing::Test {
