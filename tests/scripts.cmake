@@ -27,3 +27,12 @@ add_executable(frontend_fuzz_replay ${CMAKE_SOURCE_DIR}/fuzz/replay_main.cc ${CM
 target_link_libraries(frontend_fuzz_replay PRIVATE npufuse_frontend)
 add_test(NAME fuzz_replay
          COMMAND frontend_fuzz_replay ${CMAKE_SOURCE_DIR}/fuzz/corpus ${CMAKE_SOURCE_DIR}/fuzz/regressions)
+
+# The lexer's token stream against CPython's tokenize module over the local
+# standard library (lex_dump is built with the benchmarks).
+if(NPUFUSE_BUILD_BENCH)
+  add_test(NAME lexer_vs_cpython_tokenize
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tools/compare_tokens.py
+                   $<TARGET_FILE:lex_dump> /usr/lib/python3.11)
+  set_tests_properties(lexer_vs_cpython_tokenize PROPERTIES TIMEOUT 300)
+endif()

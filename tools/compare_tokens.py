@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares npufuse's token stream with CPython's tokenize module.
 
-Usage: tools/compare_tokens.py LEX_DUMP FILE...
+Usage: tools/compare_tokens.py LEX_DUMP FILE_OR_DIR...
 LEX_DUMP is the lex_dump program (bench/lex). The two token models agree
 once our PEP 701 f-string pieces are folded back into the one STRING token
 that Python 3.11's tokenize produces, keywords are read as NAME and
@@ -10,6 +10,7 @@ CPython cannot tokenize are skipped. Prints each first difference and a
 summary; exits 1 if any file differs.
 """
 import io
+import os
 import subprocess
 import sys
 import tokenize
@@ -68,7 +69,13 @@ def our_tokens(lines):
 
 
 def main():
-    dump, files = sys.argv[1], sys.argv[2:]
+    dump, files = sys.argv[1], []
+    for arg in sys.argv[2:]:
+        if os.path.isdir(arg):
+            for root, _, names in sorted(os.walk(arg)):
+                files.extend(os.path.join(root, n) for n in sorted(names) if n.endswith(".py"))
+        else:
+            files.append(arg)
     result = subprocess.run([dump] + files, capture_output=True, text=True, errors="replace")
     per_file, current = {}, None
     for line in result.stdout.splitlines():
