@@ -158,6 +158,7 @@ class Parser {
   stmt* parse_simple_statement();
   stmt* parse_expression_statement();
   Span<stmt*> parse_block();
+  std::string missing_block_message() const;
   stmt* parse_compound(const PTok* async_tok);
   stmt* parse_if(bool is_elif);
   stmt* parse_while();

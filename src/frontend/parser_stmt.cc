@@ -158,11 +158,35 @@ stmt* Parser::parse_expression_statement() {
   return finish(e, start);
 }
 
+// CPython's wording: "expected an indented block after 'if' statement on
+// line 3". The header is the logical line that ends at the current NEWLINE.
+std::string Parser::missing_block_message() const {
+  size_t i = pos_ - 1;  // the NEWLINE after the ':'
+  while (i > 0) {
+    TokenKind k = toks_[i - 1].kind;
+    if (k == TokenKind::Newline || k == TokenKind::Indent || k == TokenKind::Dedent) break;
+    --i;
+  }
+  const PTok* opener = &toks_[i];
+  if (is_kw(*opener, Kw::Async) && i + 1 < pos_) opener = &toks_[i + 1];
+  std::string what;
+  if (is_kw(*opener, Kw::Def)) {
+    what = "function definition";
+  } else if (is_kw(*opener, Kw::Class)) {
+    what = "class definition";
+  } else if (opener->kind == TokenKind::Keyword || opener->kind == TokenKind::Name) {
+    what = "'" + std::string(text(*opener)) + "' statement";
+  } else {
+    return "expected an indented block";
+  }
+  return "expected an indented block after " + what + " on line " + std::to_string(opener->line);
+}
+
 Span<stmt*> Parser::parse_block() {
   size_t mark = stmts_.mark();
   if (at_kind(TokenKind::Newline)) {
     advance();
-    if (!at_kind(TokenKind::Indent)) error_at(tok(), "expected an indented block");
+    if (!at_kind(TokenKind::Indent)) error_at(tok(), missing_block_message());
     advance();
     while (!at_kind(TokenKind::Dedent) && !at_kind(TokenKind::EndMarker)) parse_statement(mark);
     if (at_kind(TokenKind::Dedent)) advance();
@@ -684,10 +708,14 @@ stmt* Parser::parse_assert() {
   return finish(n, start);
 }
 
+// match_stmt: "match" subject_expr ':' NEWLINE INDENT case_block+ DEDENT.
+// Only the header is speculative: once `match x:` is followed by an
+// indented `case`, errors in the cases are reported as they are.
 stmt* Parser::try_parse_match() {
-  return attempt([&]() -> stmt* {
-    const PTok& start = advance();  // match
-    auto* m = make_node<Match>();
+  const PTok& start = tok();
+  Match* m = attempt([&]() -> Match* {
+    advance();  // match
+    auto* header = make_node<Match>();
     const PTok& subject_start = tok();
     expr* first = parse_star_named_expression();
     if (at_op(Op::Comma)) {
@@ -701,23 +729,21 @@ stmt* Parser::try_parse_match() {
     } else if (as<Starred>(first)) {
       invalid_syntax();
     }
-    m->subject = first;
+    header->subject = first;
     if (!at_op(Op::Colon) || peek().kind != TokenKind::Newline) invalid_syntax();
-    advance();
-    advance();
-    if (!at_kind(TokenKind::Indent)) invalid_syntax();
-    advance();
-    size_t mark = nodes_.mark();
-    while (tok().kind == TokenKind::Name && text(tok()) == "case") nodes_.push(parse_case_block());
-    if (nodes_.mark() == mark) invalid_syntax();
-    if (!at_kind(TokenKind::Dedent) && !at_kind(TokenKind::EndMarker)) invalid_syntax();
-    if (at_kind(TokenKind::Dedent)) advance();
-    m->cases = commit_nodes<match_case>(mark);
-    set_start(m, start);
-    match_case* last = m->cases[m->cases.size - 1];
-    end_at_last_token(m);
-    return m;
+    if (peek(2).kind != TokenKind::Indent || !is_soft(peek(3), "case")) invalid_syntax();
+    pos_ += 3;
+    return header;
   });
+  if (!m) return nullptr;
+  size_t mark = nodes_.mark();
+  while (tok().kind == TokenKind::Name && text(tok()) == "case") nodes_.push(parse_case_block());
+  if (!at_kind(TokenKind::Dedent) && !at_kind(TokenKind::EndMarker)) invalid_syntax();
+  if (at_kind(TokenKind::Dedent)) advance();
+  m->cases = commit_nodes<match_case>(mark);
+  set_start(m, start);
+  end_at_last_token(m);
+  return m;
 }
 
 }  // namespace npufuse::frontend::detail
