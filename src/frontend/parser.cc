@@ -170,9 +170,13 @@ Module* Parser::parse_module() {
 }
 
 expr* Parser::parse_expression_input() {
-  // eval_input: expressions NEWLINE* ENDMARKER
+  // eval_input: expressions NEWLINE* ENDMARKER. Leading indentation is
+  // allowed, as eval() allows it: the text often comes indented from a
+  // multi-line string in a data file.
+  if (at_kind(TokenKind::Indent)) ++pos_;
+  if (at_kind(TokenKind::EndMarker) || at_kind(TokenKind::Newline)) error_at(tok(), "expected an expression");
   expr* e = parse_star_expressions();
-  while (at_kind(TokenKind::Newline)) ++pos_;
+  while (at_kind(TokenKind::Newline) || at_kind(TokenKind::Dedent)) ++pos_;
   if (!at_kind(TokenKind::EndMarker)) invalid_syntax();
   return e;
 }

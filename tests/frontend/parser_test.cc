@@ -178,6 +178,23 @@ TEST(ParseExpression, ReturnsTheExpressionTree) {
   EXPECT_NE(as<Compare>(b->values[0]), nullptr);
 }
 
+TEST(ParseExpression, AllowsLeadingIndentationLikeEval) {
+  auto e = parse_expression("  a + b\n", "constraint");
+  auto* b = as<BinOp>(e->expr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->col_offset, 2);
+  EXPECT_THROW(parse_expression("", "constraint"), SyntaxError);
+  EXPECT_THROW(parse_expression("a\nb", "constraint"), SyntaxError);
+}
+
+TEST(Parser, MissingBlockNamesTheHeader) {
+  Diagnostic d = error_of("x = 1\nfor a in b:\nx = 2\n");
+  EXPECT_EQ(d.message, "expected an indented block after 'for' statement on line 2");
+  EXPECT_EQ(d.line, 3);
+  d = error_of("match x:\n    case 1:\n    y\n");
+  EXPECT_EQ(d.message, "expected an indented block after 'case' statement on line 2");
+}
+
 TEST(ParseExpression, ErrorsNameTheOrigin) {
   try {
     parse_expression("a +", "rule.toml:3");
