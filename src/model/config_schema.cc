@@ -133,6 +133,16 @@ ConfigSchema ConfigSchema::discover(const SourceSet& sources) {
           const ast::expr* d = i >= first_default ? args->defaults[i - first_default] : nullptr;
           fields.try_emplace(name, ConfigField{name, d, c.file});
         }
+        // self.X = <expression of the parameters>, other than self.X = X.
+        for (const ast::stmt* st : fn->body) {
+          auto* assign = ast::as<ast::Assign>(st);
+          if (!assign || assign->targets.size != 1) continue;
+          auto* target = ast::as<ast::Attribute>(assign->targets[0]);
+          auto* owner = target ? ast::as<ast::Name>(target->value) : nullptr;
+          if (!owner || owner->id != "self") continue;
+          if (auto* same = ast::as<ast::Name>(assign->value); same && same->id == target->attr) continue;
+          schema.derived_[std::string(c.node->name)][std::string(target->attr)] = DerivedConfigField{assign->value, fn, c.file};
+        }
       }
     }
   }
@@ -167,6 +177,18 @@ ConfigSchema ConfigSchema::discover(const SourceSet& sources) {
     }
   }
   return schema;
+}
+
+const DerivedConfigField* ConfigSchema::derived(std::string_view cls, std::string_view attr) const {
+  if (auto it = derived_.find(cls); it != derived_.end()) {
+    auto f = it->second.find(attr);
+    return f == it->second.end() ? nullptr : &f->second;
+  }
+  for (const auto& [name, fields] : derived_) {
+    auto f = fields.find(attr);
+    if (f != fields.end()) return &f->second;
+  }
+  return nullptr;
 }
 
 bool ConfigSchema::is_config_class(std::string_view name) const {

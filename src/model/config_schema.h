@@ -19,6 +19,15 @@ struct ConfigField {
   const ModelFile* file = nullptr;
 };
 
+// An attribute an HF config class computes in its __init__ rather than reads
+// (`self.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim`); config.json does
+// not hold it, so it is evaluated from the fields it is computed from.
+struct DerivedConfigField {
+  const ast::expr* value = nullptr;
+  const ast::FunctionDef* init = nullptr;  // the config class's __init__ (its parameters are the fields)
+  const ModelFile* file = nullptr;
+};
+
 class ConfigSchema {
  public:
   static ConfigSchema discover(const SourceSet& sources);
@@ -29,9 +38,12 @@ class ConfigSchema {
   // The field of `cls` called `attr`: its config.json key (the attribute
   // name itself when nothing maps it) and default.
   ConfigField field(std::string_view cls, std::string_view attr) const;
+  // A computed attribute of `cls`, or of any config class when `cls` is not known.
+  const DerivedConfigField* derived(std::string_view cls, std::string_view attr) const;
 
  private:
   std::map<std::string, std::map<std::string, ConfigField, std::less<>>, std::less<>> classes_;
+  std::map<std::string, std::map<std::string, DerivedConfigField, std::less<>>, std::less<>> derived_;
 };
 
 // The HF config.json key for a field name that standalone inference scripts

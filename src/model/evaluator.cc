@@ -324,6 +324,24 @@ SymValue Evaluator::config_field(const SymValue& config_obj, const std::string& 
     }
   }
   read.found = j != nullptr;
+  if (!j) {
+    // Computed by the config class itself (HF `qk_head_dim`): evaluate its
+    // expression with the class's fields bound from config.json.
+    if (const DerivedConfigField* d = schema_.derived(config_obj.config_class, attr); d && depth_ < 32) {
+      EvalScope s;
+      s.file = d->file;
+      for (const ast::arg* p : d->init->args->args) {
+        std::string name(p->arg);
+        if (name != "self") s.bound[name] = config_field(config_obj, name, nullptr, scope, at);
+      }
+      SymValue v = eval(d->value, s);
+      read.found = v.is_known();
+      reads_.push_back(read);
+      if (v.is_known()) return SymValue::known(v.value, field.key);
+      v.text = field.key;
+      return v;
+    }
+  }
   reads_.push_back(read);
   if (j) return SymValue::known(*j, field.key);
   if (config_.loaded()) {
