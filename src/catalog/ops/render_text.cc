@@ -78,6 +78,17 @@ std::string source_line(const OpsEntry& e, const OpsProvenance& from, const Head
   return joined(parts, h.none);
 }
 
+const char* tier_label_zh(MatchTier t) {
+  switch (t) {
+    case MatchTier::ExactName: return "名称";
+    case MatchTier::NamePrefix: return "名称前缀";
+    case MatchTier::NameSubstring: return "名称包含";
+    case MatchTier::Summary: return "摘要";
+    case MatchTier::Body: return "正文";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::string render_signature(const Operator& op) {
@@ -226,8 +237,10 @@ std::string render_search_text(const std::vector<SearchHit>& hits, size_t max, L
   std::string out;
   for (size_t i = 0; i < hits.size() && i < max; ++i) {
     const OpsEntry& e = *hits[i].entry;
-    std::string tag = e.op && e.docstring ? "catalog+docstring" : (e.op ? "catalog" : "docstring");
-    out += fmt::format("{}. {}  [{}; {}]\n", i + 1, e.name, tag, match_tier_name(hits[i].tier));
+    bool zh = lang == Lang::Zh;
+    std::string tag = e.op && e.docstring ? (zh ? "目录+docstring" : "catalog+docstring")
+                                          : (e.op ? (zh ? "目录" : "catalog") : "docstring");
+    out += fmt::format("{}. {}  [{}; {}]\n", i + 1, e.name, tag, zh ? tier_label_zh(hits[i].tier) : match_tier_name(hits[i].tier));
     std::string summary = e.op ? e.op->summary.in(lang) : first_line(e.docstring->text, 150);
     if (!summary.empty()) out += "   " + first_line(summary, 150) + "\n";
   }
