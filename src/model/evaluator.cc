@@ -1,5 +1,9 @@
 #include "model/evaluator.h"
 
+#include <set>
+
+#include "model/ast_walk.h"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -330,9 +334,16 @@ SymValue Evaluator::config_field(const SymValue& config_obj, const std::string& 
     if (const DerivedConfigField* d = schema_.derived(config_obj.config_class, attr); d && depth_ < 32) {
       EvalScope s;
       s.file = d->file;
+      // Bind only the fields the formula reads, so the config-field list
+      // does not claim the others are read here.
+      std::set<std::string> used;
+      walk(d->value, [&](const ast::Node* n) {
+        if (auto* name = ast::as<ast::Name>(n)) used.insert(std::string(name->id));
+        return true;
+      });
       for (const ast::arg* p : d->init->args->args) {
         std::string name(p->arg);
-        if (name != "self") s.bound[name] = config_field(config_obj, name, nullptr, scope, at);
+        if (name != "self" && used.count(name)) s.bound[name] = config_field(config_obj, name, nullptr, scope, at);
       }
       SymValue v = eval(d->value, s);
       read.found = v.is_known();
