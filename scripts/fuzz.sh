@@ -28,5 +28,5 @@ done < <(find fuzz/corpus fuzz/regressions -type f -print0)
 echo "== fuzzing for ${seconds}s"
 # New interesting inputs go to build-fuzz/corpus (first directory); the seeds stay as written.
 "$fuzzer" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix=fuzz/regressions/ -print_final_stats=1 build-fuzz/corpus fuzz/corpus
+  -dict=fuzz/python.dict -artifact_prefix=fuzz/regressions/ -print_final_stats=1 build-fuzz/corpus fuzz/corpus
 exit "$replay_failed"
