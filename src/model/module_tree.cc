@@ -109,6 +109,14 @@ class TreeBuilder {
       if (is_ffn(c.role) && ffn < 0) ffn = i;
       if (c.role == ModuleRole::DecoderLayer && blocks < 0) blocks = i;
     }
+    const SymValue* expert_count = nullptr;
+    bool expert_list = false;
+    for (const ModuleNode& c : node.children) {
+      if (c.role == ModuleRole::Mlp && c.kind != AttributeKind::Submodule) {
+        expert_list = true;
+        expert_count = &c.count;
+      }
+    }
     for (ModuleNode& c : node.children) {
       int i = call_index(c.attribute);
       if (c.role == ModuleRole::Embedding) c.position = "embedding";
@@ -117,8 +125,17 @@ class TreeBuilder {
       if (c.role == ModuleRole::Attention) c.position = "attention";
       if (is_ffn(c.role)) c.position = "feed-forward";
       if (c.role == ModuleRole::Router) c.position = "router";
-      if (c.role == ModuleRole::Mlp && node.role == ModuleRole::MoE)
-        c.position = c.kind == AttributeKind::Submodule ? "shared or stacked experts" : "routed experts";
+      if (c.role == ModuleRole::Mlp && node.role == ModuleRole::MoE) {
+        if (c.kind != AttributeKind::Submodule) c.position = "routed experts";
+        else c.position = expert_list ? "shared experts" : "stacked experts";
+      }
+      // A plain linear whose outputs are one score per expert is the gate.
+      if (c.role == ModuleRole::Linear && node.role == ModuleRole::MoE && expert_count && c.kind == AttributeKind::Submodule) {
+        for (const SizeValue& sz : c.sizes)
+          if (sz.label == "out" && (sz.value.text == expert_count->text ||
+                                    (sz.value.is_known() && expert_count->is_known() && sz.value.value == expert_count->value)))
+            c.position = "router";
+      }
       if (is_norm(c.role)) {
         if (i < 0) c.position = "norm (not called directly by forward)";
         else if (blocks >= 0) c.position = i > blocks ? "final norm" : "norm before the blocks";

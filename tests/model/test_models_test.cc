@@ -162,3 +162,26 @@ TEST(AllTestModels, EveryOneHasBlocksAndNoCrash) {
 
 }  // namespace
 }  // namespace npufuse::model
+
+namespace npufuse::model {
+namespace {
+
+using namespace testing;
+
+TEST(MoePositions, GateLinearIsTheRouterAndExpertKindsDiffer) {
+  auto mixtral_like = load_model("qwen3_moe_like", true);
+  const ModuleNode* gate = find_path(*mixtral_like->inv.structure.root, "Qwen3MoeForCausalLM.layers[*].mlp.gate");
+  ASSERT_NE(gate, nullptr);
+  EXPECT_EQ(gate->position, "router");  // Linear(hidden -> num_experts) next to a list of num_experts MLPs
+  auto v32 = load_model("deepseek_v32_like", true);
+  const ModuleNode* shared = find_path(*v32->inv.structure.root, "DeepseekV32ForCausalLM.layers[*].mlp.shared_experts");
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(shared->position, "shared experts");
+  auto oss = load_model("gpt_oss_like", true);
+  const ModuleNode* stacked = find_path(*oss->inv.structure.root, "GptOssForCausalLM.layers[*].mlp.experts");
+  ASSERT_NE(stacked, nullptr);
+  EXPECT_EQ(stacked->position, "stacked experts");
+}
+
+}  // namespace
+}  // namespace npufuse::model
