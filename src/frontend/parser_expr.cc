@@ -102,6 +102,8 @@ expr* Parser::parse_named_expression() {
 
 // expression: disjunction 'if' disjunction 'else' expression | disjunction | lambdef
 expr* Parser::parse_expression() {
+  NestingScope nesting(*this);
+  nesting.enter(tok());
   if (at_kw(Kw::Lambda)) return parse_lambda();
   const PTok& start = tok();
   expr* body = parse_disjunction();
@@ -143,6 +145,8 @@ expr* Parser::parse_conjunction() {
 
 expr* Parser::parse_inversion() {
   if (at_kw(Kw::Not)) {
+    NestingScope nesting(*this);
+    nesting.enter(tok());
     const PTok& t = advance();
     auto* u = make_node<UnaryOp>();
     u->op = unaryop::Not;
@@ -226,10 +230,12 @@ int binary_precedence(const PTok& t, operator_& op) {
 expr* Parser::parse_binary(int min_precedence) {
   const PTok& start = tok();
   expr* left = parse_factor();
+  NestingScope nesting(*this);
   for (;;) {
     operator_ op;
     int precedence = binary_precedence(tok(), op);
     if (precedence == 0 || precedence < min_precedence) return left;
+    nesting.enter(tok());
     advance();
     auto* b = make_node<BinOp>();
     b->left = left;
@@ -250,6 +256,8 @@ expr* Parser::parse_factor() {
       case Op::Tilde: op = unaryop::Invert; break;
       default: return parse_power();
     }
+    NestingScope nesting(*this);
+    nesting.enter(tok());
     const PTok& t = advance();
     auto* u = make_node<UnaryOp>();
     u->op = op;
@@ -263,6 +271,8 @@ expr* Parser::parse_power() {
   const PTok& start = tok();
   expr* base = parse_await_primary();
   if (!at_op(Op::DoubleStar)) return base;
+  NestingScope nesting(*this);
+  nesting.enter(tok());
   advance();
   auto* b = make_node<BinOp>();
   b->left = base;
@@ -287,7 +297,9 @@ expr* Parser::parse_primary() {
 }
 
 expr* Parser::parse_trailers(expr* e, const PTok& start) {
+  NestingScope nesting(*this);
   for (;;) {
+    if (at_op(Op::Dot) || at_op(Op::LPar) || at_op(Op::LSqb)) nesting.enter(tok());
     if (at_op(Op::Dot)) {
       advance();
       auto* a = make_node<Attribute>();
@@ -708,6 +720,8 @@ expr* Parser::parse_star_targets() {
 
 expr* Parser::parse_star_target() {
   if (at_op(Op::Star)) {
+    NestingScope nesting(*this);
+    nesting.enter(tok());
     const PTok& star = advance();
     if (at_op(Op::Star)) invalid_syntax();
     auto* s = make_node<Starred>();

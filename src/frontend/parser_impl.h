@@ -151,6 +151,35 @@ class Parser {
     set_end(n, toks_[i - 1]);
   }
 
+  // ---- nesting limit
+  // CPython refuses trees nested deeper than about 3000 levels (its parser
+  // stack and AST conversion limits). Keeping the same bound keeps every
+  // recursive walk of the tree, here and in later stages, within the stack.
+  static constexpr int kMaxNesting = 2989;
+  int depth_ = 0;
+  void enter_nested(const PTok& at) {
+    if (++depth_ > kMaxNesting) {
+      depth_ = 0;
+      error_at(at, "too many nested expressions");
+    }
+  }
+  // Counts levels entered in one function and gives them back on exit.
+  class NestingScope {
+   public:
+    explicit NestingScope(Parser& p) : p_(p) {}
+    ~NestingScope() { p_.depth_ -= levels_; }
+    void enter(const PTok& at) {
+      p_.enter_nested(at);
+      ++levels_;
+    }
+    NestingScope(const NestingScope&) = delete;
+    NestingScope& operator=(const NestingScope&) = delete;
+
+   private:
+    Parser& p_;
+    int levels_ = 0;
+  };
+
   // ---- statements (parser_stmt.cc)
   void parse_statements_until_dedent(size_t mark);
   void parse_statement(size_t mark);
@@ -267,12 +296,14 @@ class Parser {
   // if it throws, rewind tokens and scratch lists and return null.
   template <class F>
   auto attempt(F&& f) -> decltype(f()) {
+    int saved_depth = depth_;
     size_t saved_pos = pos_, e = exprs_.mark(), s = stmts_.mark(), k = keywords_.mark(),
            c = cmpops_.mark(), n = names_.mark(), p = pieces_.mark(), d = nodes_.mark();
     try {
       return f();
     } catch (const SyntaxError&) {
       pos_ = saved_pos;
+      depth_ = saved_depth;
       exprs_.truncate(e), stmts_.truncate(s), keywords_.truncate(k), cmpops_.truncate(c);
       names_.truncate(n), pieces_.truncate(p), nodes_.truncate(d);
       return nullptr;

@@ -135,6 +135,8 @@ expr* Parser::parse_name_or_attr() {
 
 pattern* Parser::parse_closed_pattern() {
   const PTok& start = tok();
+  NestingScope nesting(*this);
+  nesting.enter(start);
   switch (start.kind) {
     case TokenKind::Number:
     case TokenKind::String:

@@ -161,6 +161,17 @@ TEST(Parser, ErrorsNameFileLineAndColumn) {
   EXPECT_EQ(d.col, 7);
 }
 
+TEST(Parser, DeepNestingIsAnErrorNotACrash) {
+  // CPython stops near 3000 levels too; deeper trees would overflow the
+  // stack of any recursive walk.
+  EXPECT_NO_THROW(parse("x = " + std::string(2000, '-') + "1\n"));
+  Diagnostic d = error_of("x = " + std::string(100000, '-') + "1\n");
+  EXPECT_EQ(d.message, "too many nested expressions");
+  std::string chain = "x = 1";
+  for (int i = 0; i < 50000; ++i) chain += "+1";
+  EXPECT_EQ(error_of(chain + "\n").message, "too many nested expressions");
+}
+
 TEST(Parser, AcceptsWhatAstParseAccepts) {
   // Rejected only later by the compiler, not by ast.parse.
   EXPECT_NO_THROW(parse("return 1\n"));
