@@ -263,6 +263,7 @@ class Parser {
 
   // ---- strings (parser_string.cc)
   expr* parse_strings();
+  void validate_string_token(const PTok& t, bool is_bytes);
 
   // ---- targets (parser_target.cc)
   void set_store(expr* e, bool del);

@@ -625,7 +625,11 @@ stmt* Parser::parse_from_import() {
     else if (accept_op(Op::Ellipsis)) level += 3;
     else break;
   }
-  if (!at_kw(Kw::Import)) n->module = parse_dotted_name();
+  if (!at_kw(Kw::Import)) {
+    n->module = parse_dotted_name();
+  } else if (level == 0) {
+    invalid_syntax();  // `from import x`
+  }
   expect_kw(Kw::Import, "import");
   n->level = level;
   size_t mark = nodes_.mark();

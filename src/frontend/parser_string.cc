@@ -10,6 +10,9 @@
 //  - empty literal text is dropped; `f''` is JoinedStr(values=[]);
 //  - `{expr=}` adds the source text "expr=" to the literal before the field
 //    and defaults the conversion to 'r' when there is no spec or conversion.
+#include <cstring>
+
+#include "frontend/literal.h"
 #include "frontend/parser_impl.h"
 
 namespace npufuse::frontend::detail {
@@ -199,6 +202,14 @@ static void parse_fstring_parts(Parser& p, StringBuilder& b, const PTok& t_first
   for (;;) {
     const PTok& t = p.tok();
     if (t.kind == TokenKind::FStringMiddle) {
+      if (!raw && std::memchr(p.src_text_.data() + t.begin, '\\', t.end - t.begin)) {
+        // Values are decoded lazily, but a bad escape is a syntax error now.
+        try {
+          (void)decode_fstring_text(p.text(t), false);
+        } catch (const LiteralError& e) {
+          p.error_at_offset(t.begin + static_cast<uint32_t>(e.offset()), e.what());
+        }
+      }
       b.add_piece(p.text(t), text_form);
       p.advance();
     } else if (t.kind == TokenKind::Op && t.op == Op::LBrace) {
@@ -215,6 +226,32 @@ static void parse_fstring_parts(Parser& p, StringBuilder& b, const PTok& t_first
     } else {
       p.invalid_syntax();
     }
+  }
+}
+
+// Values are decoded lazily, but CPython rejects a bad escape (or a
+// non-ASCII byte in a bytes literal) while parsing, so literals that could
+// hold one are decoded once here. Most literals have neither and cost a scan.
+void Parser::validate_string_token(const PTok& t, bool is_bytes) {
+  const char* data = src_text_.data() + t.begin;
+  size_t size = t.end - t.begin;
+  bool suspicious = std::memchr(data, '\\', size) != nullptr;
+  if (is_bytes && !suspicious) {
+    for (size_t i = 0; i < size; ++i)
+      if (static_cast<unsigned char>(data[i]) >= 0x80) {
+        suspicious = true;
+        break;
+      }
+  }
+  if (!suspicious) return;
+  Token token;
+  token.begin = t.begin;
+  token.end = t.end;
+  token.kind = TokenKind::String;
+  if (is_bytes) {
+    (void)decode_bytes_token(source_, token);
+  } else {
+    (void)decode_str_token(source_, token);
   }
 }
 
@@ -245,6 +282,7 @@ expr* Parser::parse_strings() {
       error_at(first, "cannot mix bytes and nonbytes literals");
     bytes_mode = is_bytes;
     if (t.kind == TokenKind::String) {
+      validate_string_token(t, is_bytes);
       if (is_bytes || !decodes_to_empty(literal_body(s), has_prefix_char(prefix, 'r')))
         pieces_.push(StrPiece{s, StrPiece::Form::Literal});
       continue;
