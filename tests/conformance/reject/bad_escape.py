@@ -1,0 +1,2 @@
+# error: 2:6
+x = "\N{NO SUCH NAME}"
