@@ -8,11 +8,13 @@
 // names assigned in an `if` or a loop are merged with a `phi` op after it.
 // Casts (`.float()`, `.to(dtype)`, `type_as`) and views (`view`, `reshape`,
 // `transpose`, slices, ...) are kept as ops and marked, so a matcher can see
-// through them. Calls of submodules and helpers stay single ops for now
-// (`module:q_proj`, `call:rotate_half`); inlining comes later.
+// through them. build_dataflow keeps calls of submodules and helpers as
+// single ops (`self.q_proj`, `call:rotate_half`); build_inlined_forward
+// splices their bodies in.
 #include <string>
 #include <vector>
 
+#include "model/init_attributes.h"
 #include "model/source_set.h"
 
 namespace npufuse::model {
@@ -65,5 +67,20 @@ struct FunctionDataflow {
 };
 
 FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file, const ast::FunctionDef& fn);
+
+// What `self.<attribute>` of a class is: the constructor its __init__ uses.
+class SubmoduleLookup {
+ public:
+  virtual ~SubmoduleLookup() = default;
+  virtual const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const = 0;
+};
+
+// A class's forward with own methods, module-level helpers and local
+// submodules' forwards inlined on demand (up to `max_depth` nested calls);
+// known layers (nn.Linear, nn.LayerNorm, activations) become their canonical
+// op reading `<path>.weight`. Attribute reads carry the submodule path
+// (`self.self_attn.q_norm.weight`). Recursion and unknown callees stay calls.
+FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl& cls, const SubmoduleLookup& lookup,
+                                       int max_depth = 8);
 
 }  // namespace npufuse::model

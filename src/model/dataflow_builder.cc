@@ -1,11 +1,13 @@
 // Builds the SSA dataflow of one function (see dataflow.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "model/ast_walk.h"
 #include "model/dataflow.h"
+#include "model/forward_census.h"
 #include "model/op_names.h"
 
 namespace npufuse::model {
@@ -47,7 +49,9 @@ const char* compare_name(ast::cmpop op) {
 
 class Builder {
  public:
-  Builder(const SourceSet& sources, const ModelFile& file, FunctionDataflow& g) : sources_(sources), file_(file), g_(g) {}
+  Builder(const SourceSet& sources, const ModelFile& file, FunctionDataflow& g, const SubmoduleLookup* lookup,
+          const ClassDecl* cls, int max_depth)
+      : sources_(sources), file_(&file), g_(g), lookup_(lookup), cls_(cls), max_depth_(max_depth) {}
 
   void function(const ast::FunctionDef& fn) {
     const ast::arguments* a = fn.args;
@@ -61,11 +65,14 @@ class Builder {
     param(a->vararg);
     for (const ast::arg* p : a->kwonlyargs) param(p);
     param(a->kwarg);
+    stack_.push_back(&fn);
     statements(fn.body);
+    stack_.pop_back();
+    for (const auto& set : return_sets_) g_.returns.insert(g_.returns.end(), set.begin(), set.end());
   }
 
  private:
-  int line_of(const ast::Node* n) const { return n ? file_.parsed->source.line_col(n->begin).line : 0; }
+  int line_of(const ast::Node* n) const { return n ? file_->parsed->source.line_col(n->begin).line : 0; }
 
   int new_value(const std::string& name, int producer) {
     DataflowValue v;
@@ -143,16 +150,18 @@ class Builder {
       expr(e->value);
     } else if (auto* r = ast::as<ast::Return>(s)) {
       if (!r->value) return;
+      std::vector<int> values;
       if (auto* t = ast::as<ast::Tuple>(r->value)) {
-        for (const ast::expr* x : t->elts) g_.returns.push_back(expr(x));
+        for (const ast::expr* x : t->elts) values.push_back(expr(x));
       } else {
-        g_.returns.push_back(expr(r->value));
+        values.push_back(expr(r->value));
       }
+      return_sets_.push_back(values);
     } else if (auto* i = ast::as<ast::If>(s)) {
       if_statement(i);
     } else if (auto* f = ast::as<ast::For>(s)) {
       int iter = expr(f->iter);
-      loop(std::string("for ") + std::string(file_.text_of(f->target)) + " in " + std::string(file_.text_of(f->iter)), s,
+      loop(std::string("for ") + std::string(file_->text_of(f->target)) + " in " + std::string(file_->text_of(f->iter)), s,
            [&] {
              int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
              store(f->target, element, f);
@@ -160,7 +169,7 @@ class Builder {
            });
     } else if (auto* w = ast::as<ast::While>(s)) {
       expr(w->test);
-      loop("while " + std::string(file_.text_of(w->test)), s, [&] { statements(w->body); });
+      loop("while " + std::string(file_->text_of(w->test)), s, [&] { statements(w->body); });
     } else if (auto* w = ast::as<ast::With>(s)) {
       for (const ast::withitem* item : w->items) {
         (void)item;
@@ -177,7 +186,7 @@ class Builder {
   void if_statement(const ast::If* i) {
     int test = expr(i->test);
     (void)test;
-    std::string cond(file_.text_of(i->test));
+    std::string cond(file_->text_of(i->test));
     auto before = env_;
     conditions_.push_back(cond);
     statements(i->body);
@@ -264,7 +273,7 @@ class Builder {
   int expr(const ast::expr* e) {
     if (!e) return emit_value("const", OpClass::Constant, {}, {"None"}, nullptr);
     if (auto* n = ast::as<ast::Name>(e)) return lookup(n);
-    if (ast::as<ast::Constant>(e)) return emit_value("const", OpClass::Constant, {}, {std::string(file_.text_of(e))}, e);
+    if (ast::as<ast::Constant>(e)) return emit_value("const", OpClass::Constant, {}, {std::string(file_->text_of(e))}, e);
     if (auto* b = ast::as<ast::BinOp>(e)) {
       int l = expr(b->left), r = expr(b->right);
       return emit_value(canonical_binop(b->op), OpClass::Compute, {l, r}, {}, e);
@@ -299,7 +308,7 @@ class Builder {
       std::vector<int> ins;
       for (const ast::expr* x : {sl->lower, sl->upper, sl->step})
         if (x) ins.push_back(expr(x));
-      return emit_value("slice", OpClass::Structure, ins, {std::string(file_.text_of(e))}, e);
+      return emit_value("slice", OpClass::Structure, ins, {std::string(file_->text_of(e))}, e);
     }
     if (auto* t = ast::as<ast::Tuple>(e)) return sequence("tuple", t->elts, e);
     if (auto* l = ast::as<ast::List>(e)) return sequence("list", l->elts, e);
@@ -336,10 +345,10 @@ class Builder {
   int attribute(const ast::Attribute* a) {
     std::string attr(a->attr);
     if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self")
-      return emit_value("self." + attr, OpClass::Attribute, {}, {}, a);
+      return emit_value(self_path_ + "." + attr, OpClass::Attribute, {}, {}, a);
     if (auto* n = ast::as<ast::Name>(a->value); n && !env_.count(std::string(n->id))) {
       // torch.float32, math.pi: a module attribute, not a value read.
-      std::string q = sources_.qualified_name(file_, a);
+      std::string q = sources_.qualified_name(*file_, a);
       return emit_value("global", OpClass::Attribute, {}, {q}, a);
     }
     int base = expr(a->value);
@@ -369,11 +378,12 @@ class Builder {
       auto* base = ast::as<ast::Name>(a->value);
       if (base && base->id == "self") {
         arguments(c, ins, labels);
-        return emit_value("self." + std::string(a->attr), OpClass::Module, ins, labels, c);
+        if (int v = submodule_call(std::string(a->attr), "", ins, labels, c); v >= 0) return v;
+        return emit_value(self_path_ + "." + std::string(a->attr), OpClass::Module, ins, labels, c);
       }
       if (base && !env_.count(std::string(base->id))) {
         // A module function: torch.pow, F.silu, dist.all_reduce.
-        std::string q = sources_.qualified_name(file_, func);
+        std::string q = sources_.qualified_name(*file_, func);
         arguments(c, ins, labels);
         return function_op(q, ins, labels, c);
       }
@@ -395,15 +405,17 @@ class Builder {
       auto* a = ast::as<ast::Attribute>(s->value);
       auto* base = a ? ast::as<ast::Name>(a->value) : nullptr;
       if (base && base->id == "self") {
-        ins.push_back(expr(s->slice));
-        labels.push_back("index=");
+        int index = expr(s->slice);
         arguments(c, ins, labels);
-        return emit_value("self." + std::string(a->attr) + "[]", OpClass::Module, ins, labels, c);
+        if (int v = submodule_call(std::string(a->attr), "[]", ins, labels, c); v >= 0) return v;
+        ins.insert(ins.begin(), index);
+        labels.insert(labels.begin(), "index=");
+        return emit_value(self_path_ + "." + std::string(a->attr) + "[]", OpClass::Module, ins, labels, c);
       }
       ins.push_back(expr(func));
       labels.push_back("callee=");
       arguments(c, ins, labels);
-      return emit_value("call:" + std::string(file_.text_of(s->value)) + "[]", OpClass::Call, ins, labels, c);
+      return emit_value("call:" + std::string(file_->text_of(s->value)) + "[]", OpClass::Call, ins, labels, c);
     }
     if (auto* n = ast::as<ast::Name>(func)) {
       std::string id(n->id);
@@ -415,15 +427,123 @@ class Builder {
         return emit_value("call:" + id, OpClass::Call, ins, labels, c);
       }
       arguments(c, ins, labels);
-      if (sources_.find_function(id)) return emit_value("call:" + id, OpClass::Call, ins, labels, c);
+      if (const FunctionDecl* helper = sources_.find_function(id)) {
+        if (lookup_ && can_inline(helper->node)) return inline_function(*helper->node, *helper->file, ins, labels, self_path_, cls_, c);
+        return emit_value("call:" + id, OpClass::Call, ins, labels, c);
+      }
       if (sources_.find_class(id)) return emit_value("new:" + id, OpClass::Call, ins, labels, c);
       if (builtins().count(id)) return emit_value(id, OpClass::Compute, ins, labels, c);
-      return function_op(sources_.qualified_name(file_, func), ins, labels, c);
+      return function_op(sources_.qualified_name(*file_, func), ins, labels, c);
     }
     ins.push_back(expr(func));
     labels.push_back("callee=");
     arguments(c, ins, labels);
     return emit_value("call:?", OpClass::Call, ins, labels, c);
+  }
+
+  bool can_inline(const ast::FunctionDef* fn) const {
+    return lookup_ && static_cast<int>(stack_.size()) <= max_depth_ &&
+           std::find(stack_.begin(), stack_.end(), fn) == stack_.end();
+  }
+
+  // self.X(...) with inlining on: an own method or a local submodule's forward
+  // is inlined; a known layer becomes its canonical op. -1: keep the call opaque.
+  int submodule_call(const std::string& attr, const std::string& suffix, const std::vector<int>& ins,
+                     const std::vector<std::string>& labels, const ast::Call* c) {
+    if (!lookup_ || !cls_) return -1;
+    const ClassDecl* owner = nullptr;
+    if (suffix.empty()) {
+      if (const ast::FunctionDef* m = find_method(sources_, *cls_, attr, &owner); m && can_inline(m))
+        return inline_function(*m, *owner->file, ins, labels, self_path_, cls_, c);
+    }
+    const ModuleCtor* ctor = lookup_->find(*cls_, attr);
+    if (!ctor) return -1;
+    std::string path = self_path_ + "." + attr + suffix;
+    if (ctor->local) {
+      const ast::FunctionDef* fwd = find_method(sources_, *ctor->local, "forward", &owner);
+      if (!fwd || !can_inline(fwd)) return -1;
+      return inline_function(*fwd, *owner->file, ins, labels, path, ctor->local, c);
+    }
+    // A known layer: its computation under its canonical name, reading its weight.
+    static const std::map<std::string, std::string> layers = {
+        {"Linear", "linear"},       {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"}, {"RMSNorm", "rms_norm"},
+        {"SiLU", "silu"},           {"GELU", "gelu"},           {"ReLU", "relu"},            {"Dropout", "dropout"},
+        {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"}};
+    std::string last = ctor->qualified.substr(ctor->qualified.rfind('.') + 1);
+    auto it = layers.find(last);
+    if (it == layers.end()) return -1;
+    std::vector<int> args = ins;
+    std::vector<std::string> arg_labels = labels;
+    bool weighted = it->second == "linear" || it->second == "embedding" || it->second == "layer_norm" || it->second == "rms_norm";
+    if (weighted) {
+      args.push_back(emit_value(path + ".weight", OpClass::Attribute, {}, {}, c));
+      arg_labels.push_back("weight=");
+    }
+    return emit_value(it->second, OpClass::Compute, args, arg_labels, c);
+  }
+
+  // Splices `fn`'s dataflow in place of a call: parameters bound to the
+  // call's arguments (defaults evaluated in the callee), result = what it returns.
+  int inline_function(const ast::FunctionDef& fn, const ModelFile& file, const std::vector<int>& ins,
+                      const std::vector<std::string>& labels, const std::string& self_path, const ClassDecl* cls,
+                      const ast::Call* c) {
+    auto saved_env = env_;
+    auto saved_returns = std::move(return_sets_);
+    const ModelFile* saved_file = file_;
+    std::string saved_path = self_path_;
+    const ClassDecl* saved_cls = cls_;
+    env_.clear();
+    return_sets_.clear();
+    file_ = &file;
+    self_path_ = self_path;
+    cls_ = cls;
+    stack_.push_back(&fn);
+
+    const ast::arguments* a = fn.args;
+    std::vector<const ast::arg*> positional;
+    for (const ast::arg* p : a->posonlyargs) positional.push_back(p);
+    for (const ast::arg* p : a->args) positional.push_back(p);
+    size_t first = (!positional.empty() && positional[0]->arg == "self") ? 1 : 0;
+    size_t pi = first;
+    std::map<std::string, int> given;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const std::string& label = i < labels.size() ? labels[i] : "";
+      if (label.empty()) {
+        if (pi < positional.size()) given[std::string(positional[pi++]->arg)] = ins[i];
+      } else if (label.back() == '=') {
+        given[label.substr(0, label.size() - 1)] = ins[i];
+      }
+    }
+    size_t first_default = positional.size() - a->defaults.size;
+    for (size_t i = first; i < positional.size(); ++i) {
+      std::string name(positional[i]->arg);
+      if (auto it = given.find(name); it != given.end()) bind(name, it->second);
+      else if (i >= first_default) bind(name, expr(a->defaults[i - first_default]));
+    }
+    for (size_t i = 0; i < a->kwonlyargs.size; ++i) {
+      std::string name(a->kwonlyargs[i]->arg);
+      if (auto it = given.find(name); it != given.end()) bind(name, it->second);
+      else if (i < a->kw_defaults.size && a->kw_defaults[i]) bind(name, expr(a->kw_defaults[i]));
+    }
+    statements(fn.body);
+
+    int result;
+    std::vector<int> per_return;
+    for (const auto& set : return_sets_) {
+      if (set.size() == 1) per_return.push_back(set[0]);
+      else per_return.push_back(emit_value("tuple", OpClass::Structure, set, {}, c));
+    }
+    if (per_return.empty()) result = emit_value("const", OpClass::Constant, {}, {"None"}, c);
+    else if (per_return.size() == 1) result = per_return[0];
+    else result = emit_value("phi", OpClass::Structure, per_return, {}, c);
+
+    stack_.pop_back();
+    env_ = std::move(saved_env);
+    return_sets_ = std::move(saved_returns);
+    file_ = saved_file;
+    self_path_ = saved_path;
+    cls_ = saved_cls;
+    return result;
   }
 
   int function_op(const std::string& qualified, std::vector<int> ins, std::vector<std::string> labels, const ast::Call* c) {
@@ -438,8 +558,14 @@ class Builder {
   }
 
   const SourceSet& sources_;
-  const ModelFile& file_;
+  const ModelFile* file_;
   FunctionDataflow& g_;
+  const SubmoduleLookup* lookup_;  // null: no inlining
+  const ClassDecl* cls_;           // the class whose `self` the current code sees
+  int max_depth_;
+  std::string self_path_ = "self";
+  std::vector<const ast::FunctionDef*> stack_;
+  std::vector<std::vector<int>> return_sets_;
   std::map<std::string, int> env_;
   std::vector<std::string> conditions_;
 };
@@ -450,8 +576,21 @@ FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file,
   FunctionDataflow g;
   g.function = std::string(fn.name);
   g.file = &file;
-  Builder b(sources, file, g);
+  Builder b(sources, file, g, nullptr, nullptr, 0);
   b.function(fn);
+  return g;
+}
+
+FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl& cls, const SubmoduleLookup& lookup,
+                                       int max_depth) {
+  FunctionDataflow g;
+  const ClassDecl* owner = nullptr;
+  const ast::FunctionDef* fwd = find_method(sources, cls, "forward", &owner);
+  g.function = std::string(cls.node->name) + ".forward";
+  if (!fwd) return g;
+  g.file = owner->file;
+  Builder b(sources, *owner->file, g, &lookup, &cls, max_depth);
+  b.function(*fwd);
   return g;
 }
 

@@ -6,7 +6,7 @@ namespace npufuse::model {
 
 const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts() {
   static const std::vector<std::pair<std::string, std::string>> parts = {
-      {"dataflow", "SSA values per forward with submodules and helpers inlined (a per-function SSA builder exists; it is not inlined or reported yet)"},
+      {"dataflow", "SSA values per forward with submodules and helpers inlined (built by the library, not reported by inspect yet)"},
       {"sub_chains", "attention (norm, QKV, RoPE, cache write/read, core, O) and MoE (gate, top-k, dispatch, experts, combine, shared experts) spans"},
       {"branches", "prefill/decode, quantised, TP/EP/DP and training-only branch classes"},
       {"consumers", "uses of each value, including those that escape a chain"},

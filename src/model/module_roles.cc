@@ -265,4 +265,20 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   return decide(ModuleRole::Other);
 }
 
+const ModuleCtor* RoleTableSubmodules::find(const ClassDecl& owner, std::string_view attribute) const {
+  const ClassDecl* cur = &owner;
+  // The attribute may be set by a local base class's __init__; the standalone
+  // description already includes those (inherited) attributes.
+  const ClassInstance* inst = roles_.standalone(cur->node->name);
+  if (!inst) return nullptr;
+  const ModuleCtor* first = nullptr;
+  for (const Attribute& a : inst->attributes) {
+    if (a.name != attribute || a.module.qualified.empty()) continue;
+    if (a.kind != AttributeKind::Submodule && a.kind != AttributeKind::ModuleList && a.kind != AttributeKind::ModuleDict) continue;
+    if (a.active && *a.active) return &a.module;
+    if (!first && !(a.active && !*a.active)) first = &a.module;
+  }
+  return first;
+}
+
 }  // namespace npufuse::model

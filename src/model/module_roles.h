@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/dataflow.h"
 #include "model/forward_census.h"
 #include "model/init_attributes.h"
 #include "model/module_kinds.h"
@@ -46,6 +47,18 @@ class RoleTable {
   std::map<std::string, ClassInstance, std::less<>> instances_;
   std::map<std::string, ForwardCensus, std::less<>> censuses_;
   std::set<std::string, std::less<>> in_progress_;
+};
+
+// Submodule constructors as the role table saw them, for dataflow inlining.
+// When a class builds an attribute under alternatives, the first active one
+// (or the first) is used.
+class RoleTableSubmodules : public SubmoduleLookup {
+ public:
+  explicit RoleTableSubmodules(const RoleTable& roles) : roles_(roles) {}
+  const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const override;
+
+ private:
+  const RoleTable& roles_;
 };
 
 }  // namespace npufuse::model

@@ -1,0 +1,99 @@
+// A block's forward with its submodules and helpers inlined.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/module_roles.h"
+
+namespace npufuse::model {
+namespace {
+
+struct Inlined {
+  SourceSet sources;
+  ModelConfig config;
+  ConfigSchema schema;
+  FunctionDataflow graph;
+};
+
+std::unique_ptr<Inlined> inline_forward(const std::string& model, const std::string& cls) {
+  auto r = std::make_unique<Inlined>(
+      Inlined{SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + model + "/model.py"}), ModelConfig(), {}, {}});
+  r->schema = ConfigSchema::discover(r->sources);
+  Evaluator ev(r->sources, r->config, r->schema);
+  RoleTable roles = RoleTable::infer(r->sources, ev);
+  RoleTableSubmodules lookup(roles);
+  r->graph = build_inlined_forward(r->sources, *r->sources.find_class(cls), lookup);
+  return r;
+}
+
+size_t count(const FunctionDataflow& g, const std::string& name) {
+  return static_cast<size_t>(std::count_if(g.ops.begin(), g.ops.end(), [&](const DataflowOp& op) { return op.name == name; }));
+}
+
+bool reads(const FunctionDataflow& g, const std::string& attribute) {
+  return std::any_of(g.ops.begin(), g.ops.end(), [&](const DataflowOp& op) { return op.name == attribute; });
+}
+
+TEST(InlinedDataflow, LlamaDecoderLayerShowsNormsProjectionsAndRope) {
+  auto r = inline_forward("llama_like", "LlamaDecoderLayer");
+  const FunctionDataflow& g = r->graph;
+  // q, k, v, o and gate, up, down: nn.Linear becomes `linear` reading its weight.
+  EXPECT_EQ(count(g, "linear"), 7u) << g.dump();
+  EXPECT_TRUE(reads(g, "self.self_attn.q_proj.weight"));
+  // Both RMSNorms inlined: their rsqrt, with their own weights.
+  EXPECT_EQ(count(g, "rsqrt"), 2u);
+  EXPECT_TRUE(reads(g, "self.input_layernorm.weight"));
+  EXPECT_TRUE(reads(g, "self.post_attention_layernorm.weight"));
+  // rotate_half inlined through apply_rotary_pos_emb: its cat and neg, for q and k.
+  EXPECT_GE(count(g, "neg"), 2u);
+  // The activation module became its op.
+  EXPECT_EQ(count(g, "silu"), 1u);
+  // No submodule call is left opaque.
+  for (const DataflowOp& op : g.ops) EXPECT_NE(op.cls, OpClass::Module) << op.name;
+  ASSERT_FALSE(g.returns.empty());
+}
+
+TEST(InlinedDataflow, ExpertLoopInlinesTheExpertOnceInsideTheLoop) {
+  auto r = inline_forward("qwen3_moe_like", "Qwen3MoeSparseMoeBlock");
+  const FunctionDataflow& g = r->graph;
+  // The expert MLP body appears once (the loop is summarised, not unrolled).
+  EXPECT_EQ(count(g, "linear"), 4u) << g.dump();  // gate + the expert's gate/up/down
+  bool in_loop = false;
+  for (const DataflowOp& op : g.ops)
+    if (op.name == "index_add") in_loop = op.condition.rfind("for ", 0) == 0 || op.condition.find(" for ") != std::string::npos;
+  EXPECT_TRUE(in_loop);
+  // One top-k and one one_hot route tokens; the aux-loss helper's copies are
+  // inlined too, under the training condition they run in.
+  size_t routing_topk = 0, training_topk = 0;
+  for (const DataflowOp& op : g.ops) {
+    if (op.name != "topk") continue;
+    if (op.condition == "self.training") ++training_topk;
+    else if (op.condition.empty()) ++routing_topk;
+  }
+  EXPECT_EQ(routing_topk, 1u);
+  EXPECT_EQ(training_topk, 1u);
+  EXPECT_EQ(count(g, "one_hot"), 2u);
+}
+
+TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
+  std::string text =
+      "from torch import nn\n"
+      "def ping(x):\n"
+      "    return pong(x)\n"
+      "def pong(x):\n"
+      "    return ping(x) + 1\n"
+      "class A(nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        return ping(x)\n";
+  SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+  ConfigSchema schema = ConfigSchema::discover(sources);
+  ModelConfig config;
+  Evaluator ev(sources, config, schema);
+  RoleTable roles = RoleTable::infer(sources, ev);
+  RoleTableSubmodules lookup(roles);
+  FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("A"), lookup);
+  EXPECT_EQ(count(g, "call:ping"), 1u) << g.dump();  // the recursive call stays a call
+}
+
+}  // namespace
+}  // namespace npufuse::model
