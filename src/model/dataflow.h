@@ -73,6 +73,10 @@ class SubmoduleLookup {
  public:
   virtual ~SubmoduleLookup() = default;
   virtual const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const = 0;
+  // For a function-valued attribute picked from a table (`ACT2FN[config.hidden_act]`):
+  // the op it computes ("silu"), "activation[<key>]" when the key is not known,
+  // empty when the attribute is not such a callable.
+  virtual std::string callable_op(const ClassDecl& owner, std::string_view attribute) const { return {}; }
 };
 
 // A class's forward with own methods, module-level helpers and local

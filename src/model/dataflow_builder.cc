@@ -457,7 +457,12 @@ class Builder {
         return inline_function(*m, *owner->file, ins, labels, self_path_, cls_, c);
     }
     const ModuleCtor* ctor = lookup_->find(*cls_, attr);
-    if (!ctor) return -1;
+    if (!ctor) {
+      // self.act_fn = ACT2FN[config.hidden_act]: the activation it names.
+      std::string op = suffix.empty() ? lookup_->callable_op(*cls_, attr) : std::string();
+      if (op.empty()) return -1;
+      return emit_value(op, OpClass::Compute, ins, labels, c);
+    }
     std::string path = self_path_ + "." + attr + suffix;
     if (ctor->local) {
       const ast::FunctionDef* fwd = find_method(sources_, *ctor->local, "forward", &owner);

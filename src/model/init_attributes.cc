@@ -380,11 +380,12 @@ class InitDescriber {
     if (auto* s = ast::as<ast::Subscript>(value)) {
       // ACT2FN[config.hidden_act]: a function picked from a table.
       std::string table = dotted_name(s->value);
-      if (!table.empty() && !sources_.find_constant(table) && table != "config") {
+      if (!table.empty() && table != "config" && is_function_table(table)) {
         SymValue key = ev_.eval(s->slice, out_.scope);
-        if (!key.is_config() && (table == "ACT2FN" || table.find("FUNCTIONS") != std::string::npos)) {
+        if (!key.is_config()) {
           a.kind = AttributeKind::Callable;
           a.note = table + "[" + key.display() + "]";
+          a.sizes.push_back(SizeValue{"key", std::string(file_->text_of(s->slice)), key});
           return;
         }
       }
@@ -396,6 +397,20 @@ class InitDescriber {
     }
     a.kind = AttributeKind::Scalar;
     a.sizes.push_back(SizeValue{"value", std::string(file_->text_of(value)), v});
+  }
+
+  // A table of functions: imported (ACT2FN), or a module-level dict whose
+  // values are all names of functions rather than data.
+  bool is_function_table(const std::string& table) const {
+    if (const ConstantDecl* c = sources_.find_constant(table)) {
+      auto* d = ast::as<ast::Dict>(c->value);
+      if (!d) return false;
+      for (const ast::expr* v : d->values)
+        if (!ast::as<ast::Name>(v) && !ast::as<ast::Attribute>(v)) return false;
+      return true;
+    }
+    std::string head = table.substr(0, table.find('.'));
+    return file_->aliases.count(head) > 0;
   }
 
   void module_list(const ast::Call* c, Attribute& a) {

@@ -1,5 +1,7 @@
 #include "model/module_roles.h"
 
+#include "model/op_names.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -279,6 +281,18 @@ const ModuleCtor* RoleTableSubmodules::find(const ClassDecl& owner, std::string_
     if (!first && !(a.active && !*a.active)) first = &a.module;
   }
   return first;
+}
+
+std::string RoleTableSubmodules::callable_op(const ClassDecl& owner, std::string_view attribute) const {
+  const ClassInstance* inst = roles_.standalone(owner.node->name);
+  if (!inst) return {};
+  for (const Attribute& a : inst->attributes) {
+    if (a.name != attribute || a.kind != AttributeKind::Callable || a.sizes.empty()) continue;
+    const SymValue& key = a.sizes[0].value;
+    if (key.is_known() && key.value.is_string()) return canonical_call(key.value.get<std::string>()).name;
+    return "activation[" + key.text + "]";
+  }
+  return {};
 }
 
 }  // namespace npufuse::model

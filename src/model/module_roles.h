@@ -56,6 +56,7 @@ class RoleTableSubmodules : public SubmoduleLookup {
  public:
   explicit RoleTableSubmodules(const RoleTable& roles) : roles_(roles) {}
   const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const override;
+  std::string callable_op(const ClassDecl& owner, std::string_view attribute) const override;
 
  private:
   const RoleTable& roles_;

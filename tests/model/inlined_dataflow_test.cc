@@ -75,6 +75,31 @@ TEST(InlinedDataflow, ExpertLoopInlinesTheExpertOnceInsideTheLoop) {
   EXPECT_EQ(count(g, "one_hot"), 2u);
 }
 
+TEST(InlinedDataflow, ActivationPickedFromATableBecomesItsOp) {
+  std::string text =
+      "from torch import nn\n"
+      "ACT2FN = {}\n"
+      "class Mlp(nn.Module):\n"
+      "    def __init__(self, config):\n"
+      "        super().__init__()\n"
+      "        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size)\n"
+      "        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size)\n"
+      "        self.act = ACT2FN[config.hidden_act]\n"
+      "    def forward(self, x):\n"
+      "        return self.down(self.act(self.up(x)))\n";
+  for (bool with_config : {false, true}) {
+    SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+    ConfigSchema schema = ConfigSchema::discover(sources);
+    ModelConfig config = with_config ? ModelConfig::from_json({{"hidden_size", 8}, {"hidden_act", "gelu"}}, "c.json") : ModelConfig();
+    Evaluator ev(sources, config, schema);
+    RoleTable roles = RoleTable::infer(sources, ev);
+    RoleTableSubmodules lookup(roles);
+    FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("Mlp"), lookup);
+    EXPECT_EQ(count(g, with_config ? "gelu" : "activation[hidden_act]"), 1u) << g.dump();
+    EXPECT_EQ(count(g, "linear"), 2u);
+  }
+}
+
 TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
   std::string text =
       "from torch import nn\n"
