@@ -154,7 +154,8 @@ def main():
     for n in all_nodes:
         base, fields = nodes[n]
         w(f"case NodeKind::{n}: {{")
-        w(f"  auto* x = static_cast<const {n}*>(node);")
+        if fields:
+            w(f"  auto* x = static_cast<const {n}*>(node);")
         w(f'  open("{n}");')
         for f in fields:
             kind = "optional" if f["opt"] else ("omit_empty" if f.get("omit_empty") else "required")
