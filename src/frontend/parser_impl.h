@@ -189,7 +189,7 @@ class Parser {
   Span<stmt*> parse_block();
   std::string missing_block_message() const;
   stmt* parse_compound(const PTok* async_tok);
-  stmt* parse_if(bool is_elif);
+  stmt* parse_if();  // also the `elif` chain, as nested If nodes
   stmt* parse_while();
   stmt* parse_for(const PTok* async_tok);
   stmt* parse_with(const PTok* async_tok);

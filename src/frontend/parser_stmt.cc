@@ -9,7 +9,7 @@ void Parser::parse_statement(size_t mark) {
   if (t.kind == TokenKind::Indent) error_at(t, "unexpected indent");
   if (t.kind == TokenKind::Keyword) {
     switch (t.kw) {
-      case Kw::If: stmts_.push(parse_if(false)); return;
+      case Kw::If: stmts_.push(parse_if()); return;
       case Kw::While: stmts_.push(parse_while()); return;
       case Kw::For: stmts_.push(parse_for(nullptr)); return;
       case Kw::Try: stmts_.push(parse_try()); return;
@@ -196,7 +196,7 @@ Span<stmt*> Parser::parse_block() {
   return stmts_.commit(mark, arena_);
 }
 
-stmt* Parser::parse_if(bool is_elif) {
+stmt* Parser::parse_if() {
   const PTok& start = advance();
   auto* n = make_node<If>();
   n->test = parse_named_expression();
@@ -205,7 +205,7 @@ stmt* Parser::parse_if(bool is_elif) {
   set_start(n, start);
   end_at_last_token(n);
   if (at_kw(Kw::Elif)) {
-    stmt* inner = parse_if(true);
+    stmt* inner = parse_if();
     n->orelse = arena_.copy(&inner, 1);
     set_end(n, inner);
   } else if (at_kw(Kw::Else)) {
@@ -214,7 +214,6 @@ stmt* Parser::parse_if(bool is_elif) {
     n->orelse = parse_block();
     end_at_last_token(n);
   }
-  (void)is_elif;
   return n;
 }
 
@@ -454,8 +453,6 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
   const PTok* bare_star = nullptr;
   arg* vararg = nullptr;
   arg* kwarg = nullptr;
-  // kwonly args and their defaults are collected after the positional ones.
-  size_t kwonly_mark = 0, kwdefault_mark = 0;
   auto parse_arg = [&](bool star_annotation) {
     const PTok& name_tok = tok();
     auto* p = make_node<arg>();
@@ -465,7 +462,8 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
     }
     return finish(p, name_tok);
   };
-  Span<expr*> defaults;
+  // Keyword-only parameters come after the positional ones; they are few,
+  // so plain vectors hold them until the end.
   std::vector<arg*> kwonly;
   std::vector<expr*> kwdefaults;
   while (!at_op(closer)) {
@@ -511,7 +509,6 @@ arguments* Parser::parse_parameters(Op closer, bool annotations) {
     }
     if (!accept_op(Op::Comma)) break;
   }
-  (void)kwonly_mark, (void)kwdefault_mark;
   if (bare_star && kwonly.empty()) error_at(*bare_star, "named arguments must follow bare *");
   a->defaults = exprs_.commit(default_mark, arena_);
   Span<arg*> positional = commit_nodes<arg>(pos_mark);
