@@ -205,6 +205,10 @@ stmt* Parser::parse_if() {
   set_start(n, start);
   end_at_last_token(n);
   if (at_kw(Kw::Elif)) {
+    // Each `elif` nests one If deeper; bound the chain like any nesting so
+    // that the parser and every later walk of the tree stay within the stack.
+    NestingScope scope(*this);
+    scope.enter(tok());
     stmt* inner = parse_if();
     n->orelse = arena_.copy(&inner, 1);
     set_end(n, inner);
