@@ -8,3 +8,6 @@ scripts/build.sh
 example=examples/llama_like/modeling_llama_like.py
 echo "== npufuse parse $example"
 build/npufuse parse "$example"
+echo
+echo "== npufuse inspect $example --config examples/llama_like/config.json"
+build/npufuse inspect "$example" --config examples/llama_like/config.json
