@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/branches.h"
 #include "model/facts.h"
 #include "model/module_tree.h"
 
@@ -35,6 +36,7 @@ struct Inventory {
   ModelStructure structure;
   std::vector<Fact> facts;
   std::vector<ConfigFieldUse> config_fields;
+  std::vector<BranchCondition> branches;
   std::vector<std::string> not_computed;
 };
 

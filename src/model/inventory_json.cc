@@ -132,6 +132,22 @@ json inventory_to_json(const Inventory& inv) {
     for (const SourceSpan& w : u.where) used.push_back(w.str());
     j["config_fields"].push_back({{"key", u.key}, {"found", u.found}, {"used_at", used}});
   }
+  j["branches"] = json::array();
+  for (const BranchCondition& b : inv.branches) {
+    json kinds = json::array();
+    for (BranchKind k : b.kinds) kinds.push_back(branch_kind_name(k));
+    j["branches"].push_back({{"function", b.function},
+                             {"owner", b.owner},
+                             {"file", b.where.file},
+                             {"line", b.where.line},
+                             {"form", b.form},
+                             {"condition", b.condition},
+                             {"kinds", kinds},
+                             {"true_stage", b.true_stage},
+                             {"then_calls", b.then_calls},
+                             {"else_calls", b.else_calls},
+                             {"communication", b.communication}});
+  }
   j["not_computed"] = json::array();
   for (const auto& [part, meaning] : pending_inventory_parts()) j["not_computed"].push_back({{"part", part}, {"meaning", meaning}});
   return j;

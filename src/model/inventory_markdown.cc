@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace npufuse::model {
 
 namespace {
@@ -133,6 +135,53 @@ void render_node(const ModuleNode& n, int depth, const Words& w, std::string& ou
   for (const ModuleNode& c : n.children) render_node(c, depth + 1, w, out);
 }
 
+std::string code_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& i : items) out += (out.empty() ? "`" : ", `") + i + "`";
+  return out.empty() ? "—" : out;
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const std::string& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
+void render_branches(const std::vector<BranchCondition>& branches, Lang lang, std::string& out) {
+  bool zh = lang == Lang::Zh;
+  out += zh ? "## 分支条件\n\n" : "## Branch conditions\n\n";
+  if (branches.empty()) out += zh ? "无。\n\n" : "None.\n\n";
+  std::string current;
+  for (const BranchCondition& b : branches) {
+    if (b.function != current) {
+      current = b.function;
+      out += fmt::format("### `{}`\n\n", current);
+      out += zh ? "| 位置 | 形式 | 条件 | 类别 | 为真时 | 通信 |\n|---|---|---|---|---|---|\n"
+                : "| where | form | condition | kinds | true in | communication |\n|---|---|---|---|---|---|\n";
+    }
+    std::string kinds;
+    for (BranchKind k : b.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(branch_kind_name(k));
+    out += fmt::format("| {} | {} | `{}` | {} | {} | {} |\n", b.where.str(), b.form, escape_cell(b.condition),
+                       kinds.empty() ? "—" : kinds, b.true_stage.empty() ? "—" : b.true_stage, code_list(b.communication));
+    auto next = &b + 1;
+    if (next == branches.data() + branches.size() || next->function != current) out += "\n";
+  }
+
+  out += zh ? "## 预填充/解码差异\n\n" : "## Prefill/decode differences\n\n";
+  bool any = false;
+  for (const BranchCondition& b : branches) {
+    if (std::find(b.kinds.begin(), b.kinds.end(), BranchKind::PrefillDecode) == b.kinds.end()) continue;
+    any = true;
+    std::string yes = b.true_stage.empty() ? (zh ? "条件为真" : "when true") : b.true_stage;
+    std::string no = b.true_stage.empty() ? (zh ? "条件为假" : "when false") : opposite_stage(b.true_stage);
+    out += fmt::format("- `{}` {} `{}`: {} {}: {}; {} {}: {}\n", b.function, b.where.str(), escape_cell(b.condition), yes,
+                       zh ? "独有调用" : "only", code_list(minus(b.then_calls, b.else_calls)), no, zh ? "独有调用" : "only",
+                       code_list(minus(b.else_calls, b.then_calls)));
+  }
+  out += any ? "\n" : (zh ? "未发现按阶段区分的分支。\n\n" : "No branch depends on the stage.\n\n");
+}
+
 std::string part(const PipelinePart& p, const Words& w) { return p.node ? "`" + p.node->path + "`" : std::string(w.missing); }
 
 }  // namespace
@@ -235,6 +284,8 @@ std::string inventory_to_markdown(const Inventory& inv, Lang lang) {
     }
     out += "\n";
   }
+
+  render_branches(inv.branches, lang, out);
 
   out += fmt::format("## {}\n\n{}\n\n", w.not_computed, w.not_computed_intro);
   for (const auto& [name, meaning] : pending_inventory_parts()) out += "- " + name + ": " + meaning + "\n";
