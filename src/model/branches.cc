@@ -30,6 +30,8 @@ bool any_id(const std::vector<std::string>& ids, bool (*pred)(std::string_view))
 }
 
 bool is_cache_name(std::string_view s) {
+  // `use_cache` is a flag and `cache_position` a position, not a cache object.
+  if (s.rfind("use_", 0) == 0 || contains(s, "position")) return false;
   return s == "past" || s == "layer_past" || contains(s, "past_key_value") || contains(s, "cache") || s == "past_kv";
 }
 bool is_seq_len_name(std::string_view s) {
@@ -50,7 +52,7 @@ bool is_parallel_name(std::string_view s) {
          s == "reduce_results" || s == "process_group";
 }
 bool is_quant_name(std::string_view s) {
-  return contains(s, "quant") || s == "scale" || contains(s, "weight_scale") || s == "scale_inv" || contains(s, "int8") ||
+  return contains(s, "quant") || s == "scale" || contains(s, "weight_scale") || s == "scale_inv" || s == "gemm_impl" || contains(s, "int8") ||
          contains(s, "int4") || contains(s, "float8") || contains(s, "fp8") || s == "element_size";
 }
 bool is_collective(std::string_view callee) {

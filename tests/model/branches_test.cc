@@ -95,11 +95,13 @@ TEST(Branches, StageOfNegatedAndCombinedConditions) {
   SourceSet s = SourceSet::from_texts({{"m.py", R"(import torch
 from torch import nn
 class A(nn.Module):
-    def forward(self, x, is_prefill, start_pos, cache):
+    def forward(self, x, is_prefill, start_pos, cache, use_cache, cache_position):
         if not is_prefill:
             x = x + 1
         if start_pos == 0 and cache is None:
             x = x * 2
+        if use_cache is not None and cache_position is None:
+            x = x - 1
         if x.dtype == torch.int8:
             x = x.float()
         return x
@@ -113,7 +115,10 @@ class A(nn.Module):
   ASSERT_NE(both, nullptr);
   EXPECT_TRUE(has_kind(*both, BranchKind::PrefillDecode));
   EXPECT_EQ(both->true_stage, "");  // prefill and no_cache are different claims
-  const BranchCondition* q = branch_at(inv, "A.forward", 9);
+  const BranchCondition* flag = branch_at(inv, "A.forward", 9);
+  ASSERT_NE(flag, nullptr);
+  EXPECT_EQ(flag->true_stage, "");  // a flag and a position, no cache object
+  const BranchCondition* q = branch_at(inv, "A.forward", 11);
   ASSERT_NE(q, nullptr);
   EXPECT_TRUE(has_kind(*q, BranchKind::Quantization));
 }
