@@ -2,7 +2,7 @@
 # Installs the Debian packages npufuse needs to build and test, if missing.
 # Sourced by scripts/demo.sh and scripts/test.sh.
 set -euo pipefail
-NPUFUSE_PACKAGES=(cmake ninja-build g++ clang libfmt-dev libcli11-dev nlohmann-json3-dev
+NPUFUSE_PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev pkg-config python3 python3-torch)
 missing=()
 for p in "${NPUFUSE_PACKAGES[@]}"; do

@@ -5,4 +5,10 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 scripts/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
+# Fuzz the frontend for a bounded time, after replaying the seed corpus and
+# past crashes (scripts/fuzz.sh); NPUFUSE_FUZZ_SECONDS=0 skips it.
+fuzz_seconds=${NPUFUSE_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  scripts/fuzz.sh "$fuzz_seconds"
+fi
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"
