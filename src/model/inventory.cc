@@ -9,7 +9,6 @@ const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts(
       {"dataflow", "SSA values per forward with submodules and helpers inlined (built by the library, not reported by inspect yet)"},
       {"sub_chains", "attention (norm, QKV, RoPE, cache write/read, core, O) and MoE (gate, top-k, dispatch, experts, combine, shared experts) spans"},
       {"consumers", "uses of each value, including those that escape a chain"},
-      {"cache", "KV-cache organisation (contiguous/paged) and write-index semantics"},
       {"layouts", "tensor layouts at the attention core (BNSD/BSND/TND)"},
   };
   return parts;
@@ -39,6 +38,7 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
   inv.structure = build_structure(sources, ev, roles);
   inv.facts = bind_facts(config);
   inv.branches = find_branches(sources, roles.module_classes());
+  inv.kv_cache = find_kv_cache(sources, roles.module_classes());
 
   std::map<std::string, size_t> index;
   for (const ConfigRead& r : ev.reads()) {

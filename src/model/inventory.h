@@ -9,6 +9,7 @@
 
 #include "model/branches.h"
 #include "model/facts.h"
+#include "model/kv_cache.h"
 #include "model/module_tree.h"
 
 namespace npufuse::model {
@@ -37,6 +38,7 @@ struct Inventory {
   std::vector<Fact> facts;
   std::vector<ConfigFieldUse> config_fields;
   std::vector<BranchCondition> branches;
+  CacheOrganisation kv_cache;
   std::vector<std::string> not_computed;
 };
 

@@ -148,6 +148,18 @@ json inventory_to_json(const Inventory& inv) {
                              {"else_calls", b.else_calls},
                              {"communication", b.communication}});
   }
+  json cache;
+  cache["organisation"] = inv.kv_cache.organisation;
+  cache["write_index"] = inv.kv_cache.write_index;
+  cache["accesses"] = json::array();
+  for (const CacheAccess& a : inv.kv_cache.accesses)
+    cache["accesses"].push_back({{"function", a.function},
+                                 {"file", a.where.file},
+                                 {"line", a.where.line},
+                                 {"mechanism", a.mechanism},
+                                 {"text", a.text},
+                                 {"write_index", a.write_index}});
+  j["kv_cache"] = cache;
   j["not_computed"] = json::array();
   for (const auto& [part, meaning] : pending_inventory_parts()) j["not_computed"].push_back({{"part", part}, {"meaning", meaning}});
   return j;

@@ -182,6 +182,20 @@ void render_branches(const std::vector<BranchCondition>& branches, Lang lang, st
   out += any ? "\n" : (zh ? "未发现按阶段区分的分支。\n\n" : "No branch depends on the stage.\n\n");
 }
 
+void render_cache(const CacheOrganisation& c, Lang lang, std::string& out) {
+  bool zh = lang == Lang::Zh;
+  out += zh ? "## KV 缓存\n\n" : "## KV cache\n\n";
+  out += fmt::format("{}: {}; {}: {}\n\n", zh ? "组织方式" : "organisation", c.organisation, zh ? "写入索引" : "write index",
+                     c.write_index.empty() ? "—" : c.write_index);
+  if (c.accesses.empty()) return;
+  out += zh ? "| 位置 | 函数 | 机制 | 索引 | 代码 |\n|---|---|---|---|---|\n"
+            : "| where | function | mechanism | index | code |\n|---|---|---|---|---|\n";
+  for (const CacheAccess& a : c.accesses)
+    out += fmt::format("| {} | `{}` | {} | {} | `{}` |\n", a.where.str(), a.function, a.mechanism,
+                       a.write_index.empty() ? "—" : "`" + escape_cell(a.write_index) + "`", escape_cell(a.text));
+  out += "\n";
+}
+
 std::string part(const PipelinePart& p, const Words& w) { return p.node ? "`" + p.node->path + "`" : std::string(w.missing); }
 
 }  // namespace
@@ -286,6 +300,7 @@ std::string inventory_to_markdown(const Inventory& inv, Lang lang) {
   }
 
   render_branches(inv.branches, lang, out);
+  render_cache(inv.kv_cache, lang, out);
 
   out += fmt::format("## {}\n\n{}\n\n", w.not_computed, w.not_computed_intro);
   for (const auto& [name, meaning] : pending_inventory_parts()) out += "- " + name + ": " + meaning + "\n";

@@ -1,0 +1,136 @@
+#include "model/kv_cache.h"
+
+#include <algorithm>
+#include <set>
+
+#include "model/ast_walk.h"
+
+namespace npufuse::model {
+
+namespace {
+
+using ast::as;
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// A name that stands for a cache object or cached tensor (`past_key_value`,
+// `self.k_cache`, `kv_cache`, `layer_past`), not a flag or a position.
+bool names_cache(std::string_view text) {
+  if (contains(text, "use_cache") || contains(text, "cache_position")) return false;
+  return contains(text, "cache") || contains(text, "past");
+}
+
+bool names_position(std::string_view text) {
+  return contains(text, "start_pos") || contains(text, "end_pos") || contains(text, "kv_len") || contains(text, "cache_index") ||
+         contains(text, "position") || contains(text, "offset") || contains(text, "seen") ||
+         contains(text, "write_ind");
+}
+
+std::string first_line(std::string_view s) {
+  size_t nl = s.find('\n');
+  return std::string(nl == std::string_view::npos ? s : s.substr(0, nl));
+}
+
+class CacheFinder {
+ public:
+  explicit CacheFinder(CacheOrganisation& out) : out_(out) {}
+
+  void function(const ModelFile& file, const ast::FunctionDef* fn, const std::string& name) {
+    for (const ast::stmt* s : fn->body) {
+      walk(s, [&](const ast::Node* n) {
+        visit(file, name, n);
+        return true;
+      });
+    }
+  }
+
+  const std::set<std::string>& called() const { return called_; }
+
+ private:
+  void add(const ModelFile& file, const std::string& fn, const ast::Node* n, const char* mechanism, std::string index) {
+    SourceSpan where = file.span_of(n);
+    for (const CacheAccess& a : out_.accesses)
+      if (a.where.file == where.file && a.where.line == where.line && a.mechanism == mechanism) return;
+    out_.accesses.push_back(CacheAccess{fn, where, mechanism, first_line(file.text_of(n)), std::move(index)});
+  }
+
+  void visit(const ModelFile& file, const std::string& fn, const ast::Node* n) {
+    if (const auto* nm = as<ast::Name>(n)) {
+      if (nm->id == "slot_mapping" || nm->id == "slot_mappings") slot_seen_ = true;
+    }
+    if (const auto* c = as<ast::Call>(n)) {
+      if (const auto* nm = as<ast::Name>(c->func)) called_.insert(std::string(nm->id));
+      std::string callee = dotted_name(c->func);
+      const auto* at = as<ast::Attribute>(c->func);
+      std::string receiver = at ? std::string(file.text_of(at->value)) : "";
+      std::string all_args;
+      for (const ast::expr* a : c->args) all_args += std::string(file.text_of(a)) + " ";
+      for (const ast::keyword* k : c->keywords) all_args += std::string(file.text_of(k->value)) + " ";
+      if (at && at->attr == "update" && names_cache(receiver) && c->args.size >= 2) add(file, fn, n, "cache_update", "");
+      if ((callee == "torch.cat" || callee == "torch.concat") && names_cache(all_args)) add(file, fn, n, "cat_growth", "");
+      if (at && (at->attr == "index_copy_" || at->attr == "index_put_") && names_cache(receiver) && c->args.size >= 2)
+        add(file, fn, n, "index_copy", std::string(file.text_of(c->args[at->attr == "index_copy_" ? 1 : 0])));
+      if (contains(all_args, "slot_mapping")) add(file, fn, n, "slot_mapping", "slot_mapping");
+      if (contains(all_args, "block_table")) add(file, fn, n, "block_table", "");
+    }
+    const ast::expr* target = nullptr;
+    if (const auto* a = as<ast::Assign>(n); a && a->targets.size == 1) target = a->targets[0];
+    if (const auto* sub = as<ast::Subscript>(target)) {
+      std::string base(file.text_of(sub->value));
+      std::string index(file.text_of(sub->slice));
+      if (names_cache(base)) {
+        if (contains(index, "slot_mapping")) add(file, fn, n, "slot_mapping", index);
+        else add(file, fn, n, "slice_write", index);
+      }
+    }
+  }
+
+  CacheOrganisation& out_;
+  std::set<std::string> called_;
+  bool slot_seen_ = false;
+};
+
+}  // namespace
+
+CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<const ClassDecl*>& module_classes) {
+  CacheOrganisation out;
+  CacheFinder finder(out);
+  for (const ClassDecl* c : module_classes) {
+    for (const ast::stmt* s : c->node->body) {
+      const auto* fn = as<ast::FunctionDef>(s);
+      if (!fn || fn->name == "__init__") continue;
+      finder.function(*c->file, fn, std::string(c->node->name) + "." + std::string(fn->name));
+    }
+  }
+  std::set<std::string> done;
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    std::set<std::string> names = finder.called();
+    for (const std::string& name : names) {
+      if (!done.insert(name).second) continue;
+      if (const FunctionDecl* f = sources.find_function(name)) {
+        finder.function(*f->file, f->node, name);
+        grew = true;
+      }
+    }
+  }
+  std::stable_sort(out.accesses.begin(), out.accesses.end(), [](const CacheAccess& a, const CacheAccess& b) {
+    return a.where.file != b.where.file ? a.where.file < b.where.file : a.where.line < b.where.line;
+  });
+  bool paged = false, position = false, append = false;
+  for (const CacheAccess& a : out.accesses) {
+    if (a.mechanism == "slot_mapping" || a.mechanism == "block_table") paged = true;
+    if (a.mechanism == "cat_growth" || a.mechanism == "cache_update") append = true;
+    if ((a.mechanism == "slice_write" || a.mechanism == "index_copy") && names_position(a.write_index)) position = true;
+  }
+  if (!out.accesses.empty()) out.organisation = paged ? "paged" : "contiguous";
+  std::vector<std::string> kinds;
+  if (paged) kinds.push_back("slot_mapping");
+  if (position) kinds.push_back("position");
+  if (append) kinds.push_back("append");
+  for (const std::string& k : kinds) out.write_index += (out.write_index.empty() ? "" : "+") + k;
+  return out;
+}
+
+}  // namespace npufuse::model

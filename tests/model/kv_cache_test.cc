@@ -1,0 +1,65 @@
+// KV-cache organisation of the test models.
+#include <gtest/gtest.h>
+
+#include "model_test_support.h"
+
+namespace npufuse::model {
+namespace {
+
+using testing::load_model;
+
+int count(const CacheOrganisation& c, std::string_view mechanism) {
+  int n = 0;
+  for (const CacheAccess& a : c.accesses) n += a.mechanism == mechanism;
+  return n;
+}
+
+TEST(KvCache, LlamaUpdatesAnHfCacheObject) {
+  auto m = load_model("llama_like", false);
+  EXPECT_EQ(m->inv.kv_cache.organisation, "contiguous");
+  EXPECT_EQ(m->inv.kv_cache.write_index, "append");
+  ASSERT_EQ(count(m->inv.kv_cache, "cache_update"), 1);
+  EXPECT_EQ(m->inv.kv_cache.accesses[0].function, "LlamaAttention.forward");
+  EXPECT_EQ(m->inv.kv_cache.accesses[0].where.line, 191);
+}
+
+TEST(KvCache, VllmIsPagedBySlotMapping) {
+  auto m = load_model("vllm_style", false);
+  EXPECT_EQ(m->inv.kv_cache.organisation, "paged");
+  EXPECT_EQ(m->inv.kv_cache.write_index, "slot_mapping");
+  EXPECT_EQ(count(m->inv.kv_cache, "slot_mapping"), 1);
+}
+
+TEST(KvCache, DeepSeekWritesSlicesAtStartPos) {
+  auto m = load_model("deepseek_v3_like", false);
+  EXPECT_EQ(m->inv.kv_cache.organisation, "contiguous");
+  EXPECT_EQ(m->inv.kv_cache.write_index, "position");
+  EXPECT_EQ(count(m->inv.kv_cache, "slice_write"), 4);  // naive k/v, absorb latent kv/pe
+  for (const CacheAccess& a : m->inv.kv_cache.accesses) EXPECT_NE(a.write_index.find("start_pos:end_pos"), std::string::npos);
+}
+
+TEST(KvCache, GrowthByCatAndIndexCopy) {
+  auto gptj = load_model("gptj_style", false);
+  EXPECT_EQ(count(gptj->inv.kv_cache, "cat_growth"), 2);
+  EXPECT_EQ(gptj->inv.kv_cache.write_index, "append");
+  auto gemma = load_model("gemma_style", false);
+  EXPECT_EQ(count(gemma->inv.kv_cache, "index_copy"), 2);
+  EXPECT_EQ(gemma->inv.kv_cache.write_index, "position");
+}
+
+TEST(KvCache, FlagsAreNotCaches) {
+  SourceSet s = SourceSet::from_texts({{"m.py", R"(import torch
+from torch import nn
+class A(nn.Module):
+    def forward(self, x, use_cache, cache_position):
+        y = torch.cat([x, cache_position], dim=0) if use_cache else x
+        return y
+)"}});
+  ModelConfig cfg;
+  Inventory inv = build_inventory(s, cfg);
+  EXPECT_EQ(inv.kv_cache.organisation, "not found");
+  EXPECT_TRUE(inv.kv_cache.accesses.empty());
+}
+
+}  // namespace
+}  // namespace npufuse::model
