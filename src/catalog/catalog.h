@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "catalog/aliases.h"
 #include "catalog/diagnostics.h"
 #include "catalog/fact_vocabulary.h"
 #include "catalog/model.h"
@@ -21,18 +22,21 @@ struct CatalogFile {
 
 class Catalog {
  public:
-  // `files` must contain facts.toml at the root. `display_root` prefixes
+  // `files` must contain facts.toml at the root; aliases.toml there is optional. `display_root` prefixes
   // paths in messages ("catalog" for the embedded copy, the directory
   // otherwise). Throws CatalogError listing every error.
   static Catalog load(const std::vector<CatalogFile>& files, const std::string& display_root);
 
   const std::vector<Operator>& operators() const { return operators_; }  // sorted by name
   const Operator* find(std::string_view name) const;
+  const std::vector<Alias>& aliases() const { return aliases_; }  // sorted by name
+  const Alias* find_alias(std::string_view name) const;
   const FactVocabulary& facts() const { return facts_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   std::vector<Operator> operators_;
+  std::vector<Alias> aliases_;
   FactVocabulary facts_;
   std::vector<std::string> warnings_;
 };

@@ -107,7 +107,29 @@ Loaded load_sources(const OpsOptions& o, const Say& say) {
   return l;
 }
 
+// A name from aliases.toml: say what it is and what to use instead. Exit 1:
+// there is no torch_npu operator to show.
+int run_show_alias(const OpsOptions& o, const Alias& a, Lang lang, const Say& say) {
+  bool custom = a.kind == "custom_op";
+  std::string what_en = custom ? "a custom op of the cann-recipes-infer ports" : "a renamed or misspelt operator name";
+  std::string what_zh = custom ? "cann-recipes-infer移植代码中的自定义算子" : "改名或拼写不同的算子名";
+  if (o.json) {
+    nlohmann::ordered_json j{{"name", a.name}, {"found", false},
+                             {"alias", {{"kind", a.kind}, {"use", a.use}, {"note", a.note.in(lang)}}}};
+    fmt::print("{}\n", j.dump(2));
+  }
+  fmt::print(stderr, "{}\n",
+             say(fmt::format("npufuse ops: '{}' is not a torch_npu operator: {}; the official counterpart is {} "
+                             "(npufuse ops show {})",
+                             a.name, what_en, a.use, a.use),
+                 fmt::format("npufuse ops：'{}' 不是torch_npu算子，而是{}；官方对应算子为 {}（npufuse ops show {}）",
+                             a.name, what_zh, a.use, a.use)));
+  fmt::print(stderr, "  {}\n", a.note.in(lang));
+  return kFindings;
+}
+
 int run_show(const OpsOptions& o, const OpsIndex& index, const Loaded& l, Lang lang, const Say& say) {
+  if (const OpsEntry* e = index.find(o.name); e && e->alias_only()) return run_show_alias(o, *e->alias, lang, say);
   if (const OpsEntry* e = index.find(o.name)) {
     if (o.json) fmt::print("{}\n", show_json(*e, l.from, lang).dump(2));
     else fmt::print("{}", render_show_text(*e, l.from, lang));
@@ -149,7 +171,7 @@ int run_search(const OpsOptions& o, const OpsIndex& index, Lang lang, const Say&
 int run_list(const OpsOptions& o, const OpsIndex& index, const Loaded& l, const Say& say) {
   std::vector<const OpsEntry*> shown;
   for (const auto& e : index.entries())
-    if (e.name.compare(0, o.prefix.size(), o.prefix) == 0) shown.push_back(&e);
+    if (!e.alias_only() && e.name.compare(0, o.prefix.size(), o.prefix) == 0) shown.push_back(&e);
   if (o.json) fmt::print("{}\n", list_json(shown, l.from).dump(2));
   else
     for (const OpsEntry* e : shown) fmt::print("{}\n", e->name);

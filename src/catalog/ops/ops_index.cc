@@ -20,6 +20,7 @@ bool has(const std::string& haystack, const std::string& lowered_needle) {
 bool has_text(const LocalizedText& t, const std::string& needle) { return has(t.en, needle) || has(t.zh, needle); }
 
 bool summary_matches(const OpsEntry& e, const std::string& needle) {
+  if (e.alias && (has_text(e.alias->note, needle) || has(e.alias->use, needle))) return true;
   if (!e.op) return false;
   if (has_text(e.op->summary, needle)) return true;
   for (const auto* list : {&e.op->keywords_en, &e.op->keywords_zh})
@@ -69,6 +70,12 @@ OpsIndex::OpsIndex(const Catalog* catalog, const DocstringFile* docs) {
       e.docstring = docs->find(d.name);  // the last one of that name
     }
   }
+  if (catalog)
+    for (const auto& a : catalog->aliases()) {
+      auto& e = merged[a.name];
+      e.name = a.name;
+      e.alias = &a;
+    }
   for (auto& [name, e] : merged) entries_.push_back(std::move(e));
 }
 

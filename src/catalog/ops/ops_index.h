@@ -15,6 +15,10 @@ struct OpsEntry {
   std::string name;
   const Operator* op = nullptr;            // null: known from the docstrings only
   const DocstringEntry* docstring = nullptr;  // null: no installed docstring
+  const Alias* alias = nullptr;               // set when the name is listed in aliases.toml
+
+  // A name that is only an alias: not a torch_npu operator as far as we know.
+  bool alias_only() const { return alias && !op && !docstring; }
 };
 
 // Where the two sources came from, shown with every entry.

@@ -76,11 +76,14 @@ Json search_json(const std::string& keyword, const std::vector<SearchHit>& hits,
   Json results = Json::array();
   for (size_t i = 0; i < hits.size() && i < max; ++i) {
     const OpsEntry& e = *hits[i].entry;
-    results.push_back(Json{{"name", e.name},
-                           {"match", match_tier_name(hits[i].tier)},
-                           {"in_catalog", e.op != nullptr},
-                           {"in_docstrings", e.docstring != nullptr},
-                           {"summary", e.op ? e.op->summary.in(lang) : first_line(e.docstring->text, 150)}});
+    Json hit{{"name", e.name},
+             {"match", match_tier_name(hits[i].tier)},
+             {"in_catalog", e.op != nullptr},
+             {"in_docstrings", e.docstring != nullptr},
+             {"summary", e.op ? e.op->summary.in(lang)
+                              : (e.docstring ? first_line(e.docstring->text, 150) : e.alias->note.in(lang))}};
+    if (e.alias_only()) hit["alias"] = Json{{"kind", e.alias->kind}, {"use", e.alias->use}};
+    results.push_back(std::move(hit));
   }
   return Json{{"query", keyword}, {"total", hits.size()}, {"results", std::move(results)}};
 }

@@ -240,8 +240,10 @@ std::string render_search_text(const std::vector<SearchHit>& hits, size_t max, L
     bool zh = lang == Lang::Zh;
     std::string tag = e.op && e.docstring ? (zh ? "目录+docstring" : "catalog+docstring")
                                           : (e.op ? (zh ? "目录" : "catalog") : "docstring");
+    if (e.alias_only()) tag = (zh ? "别名，请用 " : "alias; use ") + e.alias->use;
     out += fmt::format("{}. {}  [{}; {}]\n", i + 1, e.name, tag, zh ? tier_label_zh(hits[i].tier) : match_tier_name(hits[i].tier));
-    std::string summary = e.op ? e.op->summary.in(lang) : first_line(e.docstring->text, 150);
+    std::string summary = e.op ? e.op->summary.in(lang)
+                               : (e.docstring ? first_line(e.docstring->text, 150) : e.alias->note.in(lang));
     if (!summary.empty()) out += "   " + first_line(summary, 150) + "\n";
   }
   return out;
