@@ -35,6 +35,14 @@ class CacheFinder {
  public:
   explicit CacheFinder(CacheOrganisation& out) : out_(out) {}
 
+  // Inside a cache class's own `update`, every store is a cache write,
+  // whatever the receiver is called.
+  void cache_method(const ModelFile& file, const ast::FunctionDef* fn, const std::string& name) {
+    any_receiver_ = true;
+    function(file, fn, name);
+    any_receiver_ = false;
+  }
+
   void function(const ModelFile& file, const ast::FunctionDef* fn, const std::string& name) {
     for (const ast::stmt* s : fn->body) {
       walk(s, [&](const ast::Node* n) {
@@ -54,6 +62,8 @@ class CacheFinder {
     out_.accesses.push_back(CacheAccess{fn, where, mechanism, first_line(file.text_of(n)), std::move(index)});
   }
 
+  bool is_cache(std::string_view text) const { return any_receiver_ || names_cache(text); }
+
   void visit(const ModelFile& file, const std::string& fn, const ast::Node* n) {
     if (const auto* nm = as<ast::Name>(n)) {
       if (nm->id == "slot_mapping" || nm->id == "slot_mappings") slot_seen_ = true;
@@ -67,18 +77,24 @@ class CacheFinder {
       for (const ast::expr* a : c->args) all_args += std::string(file.text_of(a)) + " ";
       for (const ast::keyword* k : c->keywords) all_args += std::string(file.text_of(k->value)) + " ";
       if (at && at->attr == "update" && names_cache(receiver) && c->args.size >= 2) add(file, fn, n, "cache_update", "");
-      if ((callee == "torch.cat" || callee == "torch.concat") && names_cache(all_args)) add(file, fn, n, "cat_growth", "");
-      if (at && (at->attr == "index_copy_" || at->attr == "index_put_") && names_cache(receiver) && c->args.size >= 2)
+      if ((callee == "torch.cat" || callee == "torch.concat") && is_cache(all_args)) add(file, fn, n, "cat_growth", "");
+      if (at && (at->attr == "index_copy_" || at->attr == "index_put_") && is_cache(receiver) && c->args.size >= 2)
         add(file, fn, n, "index_copy", std::string(file.text_of(c->args[at->attr == "index_copy_" ? 1 : 0])));
       if (contains(all_args, "slot_mapping")) add(file, fn, n, "slot_mapping", "slot_mapping");
       if (contains(all_args, "block_table")) add(file, fn, n, "block_table", "");
     }
     const ast::expr* target = nullptr;
-    if (const auto* a = as<ast::Assign>(n); a && a->targets.size == 1) target = a->targets[0];
+    if (const auto* a = as<ast::Assign>(n); a && a->targets.size == 1) {
+      // `cache[layer] = torch.cat([cache[layer], k])` rebinds a list element;
+      // the growth is the cat, reported on its own.
+      const auto* call = as<ast::Call>(a->value);
+      std::string callee = call ? dotted_name(call->func) : "";
+      if (callee != "torch.cat" && callee != "torch.concat") target = a->targets[0];
+    }
     if (const auto* sub = as<ast::Subscript>(target)) {
       std::string base(file.text_of(sub->value));
       std::string index(file.text_of(sub->slice));
-      if (names_cache(base)) {
+      if (is_cache(base)) {
         if (contains(index, "slot_mapping")) add(file, fn, n, "slot_mapping", index);
         else add(file, fn, n, "slice_write", index);
       }
@@ -88,6 +104,7 @@ class CacheFinder {
   CacheOrganisation& out_;
   std::set<std::string> called_;
   bool slot_seen_ = false;
+  bool any_receiver_ = false;
 };
 
 }  // namespace
@@ -100,6 +117,16 @@ CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<cons
       const auto* fn = as<ast::FunctionDef>(s);
       if (!fn || fn->name == "__init__") continue;
       finder.function(*c->file, fn, std::string(c->node->name) + "." + std::string(fn->name));
+    }
+  }
+  // Cache classes of the analysed files (not modules, with an `update`
+  // method that the forward calls as `<cache>.update(k, v, ...)`).
+  bool updates = std::any_of(out.accesses.begin(), out.accesses.end(), [](const CacheAccess& a) { return a.mechanism == "cache_update"; });
+  for (const ClassDecl& c : sources.classes()) {
+    if (!updates || std::find(module_classes.begin(), module_classes.end(), &c) != module_classes.end()) continue;
+    for (const ast::stmt* s : c.node->body) {
+      const auto* fn = as<ast::FunctionDef>(s);
+      if (fn && fn->name == "update") finder.cache_method(*c.file, fn, std::string(c.node->name) + ".update");
     }
   }
   std::set<std::string> done;
@@ -121,7 +148,7 @@ CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<cons
   bool paged = false, position = false, append = false;
   for (const CacheAccess& a : out.accesses) {
     if (a.mechanism == "slot_mapping" || a.mechanism == "block_table") paged = true;
-    if (a.mechanism == "cat_growth" || a.mechanism == "cache_update") append = true;
+    if (a.mechanism == "cat_growth") append = true;
     if ((a.mechanism == "slice_write" || a.mechanism == "index_copy") && names_position(a.write_index)) position = true;
   }
   if (!out.accesses.empty()) out.organisation = paged ? "paged" : "contiguous";
@@ -129,6 +156,9 @@ CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<cons
   if (paged) kinds.push_back("slot_mapping");
   if (position) kinds.push_back("position");
   if (append) kinds.push_back("append");
+  // A Cache.update whose class is not in the analysed files says nothing
+  // about how it indexes.
+  if (kinds.empty() && !out.accesses.empty() && !paged) kinds.push_back("unknown");
   for (const std::string& k : kinds) out.write_index += (out.write_index.empty() ? "" : "+") + k;
   return out;
 }

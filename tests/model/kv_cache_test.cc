@@ -19,8 +19,23 @@ TEST(KvCache, LlamaUpdatesAnHfCacheObject) {
   EXPECT_EQ(m->inv.kv_cache.organisation, "contiguous");
   EXPECT_EQ(m->inv.kv_cache.write_index, "append");
   ASSERT_EQ(count(m->inv.kv_cache, "cache_update"), 1);
-  EXPECT_EQ(m->inv.kv_cache.accesses[0].function, "LlamaAttention.forward");
-  EXPECT_EQ(m->inv.kv_cache.accesses[0].where.line, 191);
+  // The local cache class's update grows each layer's tensors with cat.
+  EXPECT_EQ(count(m->inv.kv_cache, "cat_growth"), 2);
+  EXPECT_EQ(count(m->inv.kv_cache, "slice_write"), 0);
+  for (const CacheAccess& a : m->inv.kv_cache.accesses) {
+    if (a.mechanism == "cache_update") {
+      EXPECT_EQ(a.function, "LlamaAttention.forward");
+      EXPECT_EQ(a.where.line, 191);
+    } else {
+      EXPECT_EQ(a.function, "DynamicKVCache.update");
+    }
+  }
+}
+
+TEST(KvCache, Qwen3StaticCacheWritesByPosition) {
+  auto m = load_model("qwen3_like", false);
+  EXPECT_EQ(m->inv.kv_cache.write_index, "position");
+  EXPECT_EQ(count(m->inv.kv_cache, "index_copy"), 2);
 }
 
 TEST(KvCache, VllmIsPagedBySlotMapping) {

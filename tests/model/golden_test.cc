@@ -1,0 +1,75 @@
+// Golden inventories of the test models: the computed branch and KV-cache
+// parts of `inspect`, per model, compared with tests/model/golden/<model>.json.
+// NPUFUSE_UPDATE_GOLDENS=1 rewrites the files instead (review them before
+// committing: a golden must be right, not only stable).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model_test_support.h"
+
+namespace npufuse::model {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json golden_view(const Inventory& inv) {
+  json j;
+  j["branches"] = json::array();
+  for (const BranchCondition& b : inv.branches) {
+    json kinds = json::array();
+    for (BranchKind k : b.kinds) kinds.push_back(branch_kind_name(k));
+    j["branches"].push_back({{"at", b.function + ":" + std::to_string(b.where.line)},
+                             {"condition", b.condition},
+                             {"kinds", kinds},
+                             {"true_stage", b.true_stage},
+                             {"communication", b.communication}});
+  }
+  j["kv_cache"]["organisation"] = inv.kv_cache.organisation;
+  j["kv_cache"]["write_index"] = inv.kv_cache.write_index;
+  j["kv_cache"]["accesses"] = json::array();
+  for (const CacheAccess& a : inv.kv_cache.accesses)
+    j["kv_cache"]["accesses"].push_back(
+        {{"at", a.function + ":" + std::to_string(a.where.line)}, {"mechanism", a.mechanism}, {"write_index", a.write_index}});
+  return j;
+}
+
+std::vector<std::string> models_with_config() {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models"))
+    if (e.is_directory() && fs::exists(e.path() / "config.json") && fs::exists(e.path() / "model.py"))
+      names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Goldens, EveryTestModelMatchesItsGolden) {
+  bool update = std::getenv("NPUFUSE_UPDATE_GOLDENS") && std::string(std::getenv("NPUFUSE_UPDATE_GOLDENS")) == "1";
+  std::vector<std::string> names = models_with_config();
+  ASSERT_GE(names.size(), 8u);
+  for (const std::string& name : names) {
+    auto m = testing::load_model(name, true);
+    json got = golden_view(m->inv);
+    fs::path path = fs::path(NPUFUSE_SOURCE_DIR) / "tests/model/golden" / (name + ".json");
+    if (update) {
+      fs::create_directories(path.parent_path());
+      std::ofstream(path) << got.dump(1) << "\n";
+      continue;
+    }
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << path << " missing; run with NPUFUSE_UPDATE_GOLDENS=1";
+    std::stringstream text;
+    text << in.rdbuf();
+    json want = json::parse(text.str());
+    EXPECT_EQ(got, want) << name << ": differs from " << path << "\ngot:\n" << got.dump(1);
+  }
+}
+
+}  // namespace
+}  // namespace npufuse::model
