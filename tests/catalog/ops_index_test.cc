@@ -44,11 +44,11 @@ TEST_F(OpsIndexTest, MergesCatalogAndDocstrings) {
   EXPECT_EQ(index_.find("npu_broken"), nullptr);  // the malformed call was skipped
 }
 
-TEST_F(OpsIndexTest, RanksNameBeforeSummaryBeforeText) {
+TEST_F(OpsIndexTest, RanksNameBeforeSummaryBeforeKeywordBeforeText) {
   EXPECT_EQ(ranked("npu_rotary_mul"), "npu_rotary_mul:name ");
   EXPECT_EQ(ranked("NPU_RO"), "npu_rotary_mul:name_prefix ");
   EXPECT_EQ(ranked("rotary"), "npu_apply_rotary_pos_emb:name_substring npu_rotary_mul:name_substring ");
-  EXPECT_EQ(ranked("RoPE"), "npu_apply_rotary_pos_emb:summary npu_rotary_mul:summary ");  // keywords.en of rotary_mul
+  EXPECT_EQ(ranked("RoPE"), "npu_apply_rotary_pos_emb:summary npu_rotary_mul:keyword ");  // keywords.en of rotary_mul
   EXPECT_EQ(ranked("gamma"), "npu_rms_norm:summary ");
   EXPECT_EQ(ranked("in place"), "npu_apply_rotary_pos_emb:summary ");
   EXPECT_EQ(ranked("32 bytes"), "npu_rms_norm:text ");  // a constraint message

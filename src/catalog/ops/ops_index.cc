@@ -22,7 +22,11 @@ bool has_text(const LocalizedText& t, const std::string& needle) { return has(t.
 bool summary_matches(const OpsEntry& e, const std::string& needle) {
   if (e.alias && (has_text(e.alias->note, needle) || has(e.alias->use, needle))) return true;
   if (!e.op) return false;
-  if (has_text(e.op->summary, needle)) return true;
+  return has_text(e.op->summary, needle);
+}
+
+bool keyword_matches(const OpsEntry& e, const std::string& needle) {
+  if (!e.op) return false;
   for (const auto* list : {&e.op->keywords_en, &e.op->keywords_zh})
     for (const auto& k : *list)
       if (has(k, needle)) return true;
@@ -54,6 +58,7 @@ const char* match_tier_name(MatchTier t) {
     case MatchTier::NamePrefix: return "name_prefix";
     case MatchTier::NameSubstring: return "name_substring";
     case MatchTier::Summary: return "summary";
+    case MatchTier::Keyword: return "keyword";
     case MatchTier::Body: return "text";
   }
   return "?";
@@ -95,6 +100,7 @@ std::vector<SearchHit> OpsIndex::search(std::string_view keyword) const {
     else if (name.compare(0, needle.size(), needle) == 0) hits.push_back({&e, MatchTier::NamePrefix});
     else if (name.find(needle) != std::string::npos) hits.push_back({&e, MatchTier::NameSubstring});
     else if (summary_matches(e, needle)) hits.push_back({&e, MatchTier::Summary});
+    else if (keyword_matches(e, needle)) hits.push_back({&e, MatchTier::Keyword});
     else if (body_matches(e, needle)) hits.push_back({&e, MatchTier::Body});
   }
   std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) { return a.tier < b.tier; });

@@ -28,7 +28,9 @@ struct OpsProvenance {
 };
 
 // Search tiers, best first.
-enum class MatchTier { ExactName, NamePrefix, NameSubstring, Summary, Body };
+// Summary text outranks the curated keyword lists: many entries list a broad
+// keyword ("RoPE") that only the operators whose summary says it are about.
+enum class MatchTier { ExactName, NamePrefix, NameSubstring, Summary, Keyword, Body };
 const char* match_tier_name(MatchTier t);
 
 struct SearchHit {
@@ -42,7 +44,7 @@ class OpsIndex {
 
   const std::vector<OpsEntry>& entries() const { return entries_; }  // sorted by name
   const OpsEntry* find(std::string_view name) const;
-  // Case-insensitive (ASCII) match of `keyword` on names, summaries and
+  // Case-insensitive (ASCII) match of `keyword` on names, summaries,
   // keywords, then on all other text (both languages); best tier first, then
   // by name.
   std::vector<SearchHit> search(std::string_view keyword) const;

@@ -84,6 +84,7 @@ const char* tier_label_zh(MatchTier t) {
     case MatchTier::NamePrefix: return "名称前缀";
     case MatchTier::NameSubstring: return "名称包含";
     case MatchTier::Summary: return "摘要";
+    case MatchTier::Keyword: return "关键词";
     case MatchTier::Body: return "正文";
   }
   return "?";
