@@ -151,15 +151,15 @@ class GemmaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
 
     def forward(self, hidden_states, freqs_cis, kv_write_indices, kv_cache, mask):
-        residual = hidden_states
-        hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, freqs_cis, kv_write_indices, kv_cache, mask)
-        hidden_states = residual + hidden_states
+        # Attention on the normalised input, added back onto the unnormalised stream.
+        normed_in = self.input_layernorm(hidden_states)
+        after_attn = hidden_states + self.self_attn(normed_in, freqs_cis, kv_write_indices, kv_cache, mask)
 
-        residual = hidden_states
-        hidden_states = self.post_attention_layernorm(hidden_states)
-        hidden_states = self.mlp(hidden_states)
-        return residual + hidden_states
+        # Same shape of sub-block for the feed-forward network.
+        normed_mid = self.post_attention_layernorm(after_attn)
+        mlp_out = self.mlp(normed_mid)
+        # Second skip connection closes the block.
+        return after_attn + mlp_out
 
 
 class GemmaForCausalLM(nn.Module):

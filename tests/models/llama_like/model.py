@@ -43,17 +43,17 @@ def parse_config(values: dict) -> LlamaLikeConfig:
 
 
 class LlamaRMSNorm(nn.Module):
-    def __init__(self, hidden_size: int, eps: float = 1e-6):
+    def __init__(self, dim: int, eps: float = 1e-6):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
         self.variance_epsilon = eps
+        self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        input_dtype = hidden_states.dtype
-        hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
-        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
-        return self.weight * hidden_states.to(input_dtype)
+        x32 = hidden_states.to(torch.float32)
+        inv_rms = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        # Normalise in float32, cast back, then apply the learned per-channel gain.
+        scaled = (x32 * inv_rms).to(hidden_states.dtype)
+        return self.weight * scaled
 
 
 class LlamaRotaryEmbedding(nn.Module):
@@ -68,63 +68,63 @@ class LlamaRotaryEmbedding(nn.Module):
 
     @torch.no_grad()
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor):
-        # [bsz, seq, 1] * [1, 1, dim/2] -> [bsz, seq, dim/2]
-        freqs = position_ids[:, :, None].float() * self.inv_freq[None, None, :].float()
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        # Outer product of positions and inverse frequencies: [bsz, seq, dim/2].
+        angles = position_ids.float().unsqueeze(-1) * self.inv_freq.float().view(1, 1, -1)
+        table = torch.cat([angles, angles], dim=-1)
+        return table.cos().to(x.dtype), table.sin().to(x.dtype)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2 :]
-    return torch.cat((-x2, x1), dim=-1)
+    # Swap the two halves of the last axis, negating the one that moves to the front.
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim: int = 1):
-    # cos/sin are [bsz, seq, dim]; q/k are [bsz, heads, seq, dim].
-    cos = cos.unsqueeze(unsqueeze_dim)
-    sin = sin.unsqueeze(unsqueeze_dim)
-    q_embed = (q * cos) + (rotate_half(q) * sin)
-    k_embed = (k * cos) + (rotate_half(k) * sin)
-    return q_embed, k_embed
+    # The tables arrive as [bsz, seq, dim]; a head axis lets them broadcast
+    # over q and k, which are laid out as [bsz, heads, seq, dim].
+    cos_h, sin_h = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    rotated_q = q * cos_h + rotate_half(q) * sin_h
+    rotated_k = k * cos_h + rotate_half(k) * sin_h
+    return rotated_q, rotated_k
 
 
 def repeat_kv(hidden_states: torch.Tensor, n_rep: int) -> torch.Tensor:
     """[bsz, kv_heads, seq, dim] -> [bsz, kv_heads * n_rep, seq, dim]."""
-    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
     if n_rep == 1:
         return hidden_states
-    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
-    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+    bsz, kv_heads, seq, dim = hidden_states.shape
+    tiled = hidden_states.unsqueeze(2).expand(bsz, kv_heads, n_rep, seq, dim)
+    return tiled.reshape(bsz, kv_heads * n_rep, seq, dim)
 
 
 def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0):
-    key_states = repeat_kv(key, module.num_key_value_groups)
-    value_states = repeat_kv(value, module.num_key_value_groups)
-
-    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    groups = module.num_key_value_groups
+    keys, values = repeat_kv(key, groups), repeat_kv(value, groups)
+    # Scaled scores, [bsz, heads, q_len, kv_len].
+    scores = torch.matmul(query, keys.transpose(-2, -1)) * scaling
     if attention_mask is not None:
-        attn_weights = attn_weights + attention_mask[:, :, :, : key_states.shape[-2]]
-
-    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    attn_weights = F.dropout(attn_weights, p=dropout, training=module.training)
-    attn_output = torch.matmul(attn_weights, value_states)
-    attn_output = attn_output.transpose(1, 2).contiguous()
-    return attn_output, attn_weights
+        scores = scores + attention_mask[..., : keys.shape[-2]]
+    # Softmax in float32 for stability, then back to the activation dtype.
+    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    probs = F.dropout(probs, p=dropout, training=module.training)
+    context = torch.matmul(probs, values)
+    # Back to [bsz, seq, heads, dim] for the output projection.
+    return context.transpose(1, 2).contiguous(), probs
 
 
 def sdpa_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0):
-    # Older torch builds lack the fused kernel; the eager path computes the same thing.
+    # Torch builds without the fused kernel fall back to the equivalent eager computation.
     if not hasattr(F, "scaled_dot_product_attention"):
         return eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout)
-    key = repeat_kv(key, module.num_key_value_groups)
-    value = repeat_kv(value, module.num_key_value_groups)
+    groups = module.num_key_value_groups
+    keys, values = repeat_kv(key, groups), repeat_kv(value, groups)
     if attention_mask is not None:
-        attention_mask = attention_mask[:, :, :, : key.shape[-2]]
-    attn_output = F.scaled_dot_product_attention(
-        query, key, value, attn_mask=attention_mask, dropout_p=dropout if module.training else 0.0, scale=scaling
+        attention_mask = attention_mask[..., : keys.shape[-2]]
+    context = F.scaled_dot_product_attention(
+        query, keys, values, attn_mask=attention_mask, scale=scaling, dropout_p=dropout if module.training else 0.0
     )
-    return attn_output.transpose(1, 2).contiguous(), None
+    return context.transpose(1, 2).contiguous(), None
 
 
 ATTENTION_FUNCTIONS: Dict[str, Callable] = {
@@ -156,53 +156,53 @@ class DynamicKVCache:
 
 
 class LlamaAttention(nn.Module):
+    """Grouped-query self-attention with rotary positions and an optional growing cache."""
     def __init__(self, config: LlamaLikeConfig, layer_idx: int):
         super().__init__()
-        self.config = config
-        self.layer_idx = layer_idx
+        self.config, self.layer_idx = config, layer_idx
         self.head_dim = config.head_dim
-        self.num_key_value_groups = config.num_attention_heads // config.num_key_value_heads
         self.scaling = self.head_dim ** -0.5
         self.attention_dropout = config.attention_dropout
+        self.num_key_value_groups = config.num_attention_heads // config.num_key_value_heads  # query heads per kv head
 
         self.q_proj = nn.Linear(config.hidden_size, config.num_attention_heads * self.head_dim, bias=config.attention_bias)
         self.k_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim, bias=config.attention_bias)
         self.v_proj = nn.Linear(config.hidden_size, config.num_key_value_heads * self.head_dim, bias=config.attention_bias)
         self.o_proj = nn.Linear(config.num_attention_heads * self.head_dim, config.hidden_size, bias=config.attention_bias)
 
-    def forward(
-        self,
-        hidden_states: torch.Tensor,
-        position_embeddings: Tuple[torch.Tensor, torch.Tensor],
-        attention_mask: Optional[torch.Tensor],
-        past_key_value: Optional[DynamicKVCache] = None,
-    ):
-        input_shape = hidden_states.shape[:-1]
-        hidden_shape = (*input_shape, -1, self.head_dim)
+    def forward(self, hidden_states: torch.Tensor, position_embeddings: Tuple[torch.Tensor, torch.Tensor],
+                attention_mask: Optional[torch.Tensor], past_key_value: Optional[DynamicKVCache] = None):
+        """Attend over this step's tokens and, through the cache, over all earlier ones.
 
-        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        hidden_states is [bsz, seq, hidden]; position_embeddings is the (cos, sin) pair from
+        the rotary module; past_key_value, when given, grows by this step's keys and values.
+        """
+        batch, seq_len = hidden_states.shape[0], hidden_states.shape[1]
+        # Each projection: [bsz, seq, heads * dim] -> [bsz, heads, seq, dim].
+        q = self.q_proj(hidden_states).reshape(batch, seq_len, -1, self.head_dim).permute(0, 2, 1, 3)
+        k = self.k_proj(hidden_states).reshape(batch, seq_len, -1, self.head_dim).permute(0, 2, 1, 3)
+        v = self.v_proj(hidden_states).reshape(batch, seq_len, -1, self.head_dim).permute(0, 2, 1, 3)
 
+        # Rotate queries and keys by their absolute positions.
         cos, sin = position_embeddings
-        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
 
         if past_key_value is not None:
-            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+            k, v = past_key_value.update(k, v, self.layer_idx)
 
-        attention_interface = ATTENTION_FUNCTIONS[self.config.attn_implementation]
-        attn_output, attn_weights = attention_interface(
-            self,
-            query_states,
-            key_states,
-            value_states,
-            attention_mask,
+        attend = ATTENTION_FUNCTIONS[self.config.attn_implementation]
+        # Both table entries take [bsz, heads, seq, dim] inputs and return
+        # [bsz, seq, heads, dim], plus the probabilities when the eager path
+        # ran (the fused kernel does not expose them).
+        context, probs = attend(
+            self, q, k, v, attention_mask,
             scaling=self.scaling,
+            # Dropout on the probabilities regularises training only.
             dropout=0.0 if not self.training else self.attention_dropout,
         )
-        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
-        attn_output = self.o_proj(attn_output)
-        return attn_output, attn_weights
+        # Merge the heads again and project back to the model width.
+        merged = context.reshape(batch, seq_len, -1).contiguous()
+        return self.o_proj(merged), probs
 
 
 class LlamaMLP(nn.Module):
@@ -220,27 +220,27 @@ class LlamaMLP(nn.Module):
 class LlamaDecoderLayer(nn.Module):
     def __init__(self, config: LlamaLikeConfig, layer_idx: int):
         super().__init__()
-        self.self_attn = LlamaAttention(config, layer_idx)
-        self.mlp = LlamaMLP(config)
         self.input_layernorm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.self_attn = LlamaAttention(config, layer_idx)
         self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.mlp = LlamaMLP(config)
 
     def forward(self, hidden_states, position_embeddings, attention_mask=None, past_key_value=None):
-        residual = hidden_states
-        hidden_states = self.input_layernorm(hidden_states)
-        hidden_states, _ = self.self_attn(
-            hidden_states,
-            position_embeddings=position_embeddings,
-            attention_mask=attention_mask,
-            past_key_value=past_key_value,
-        )
-        hidden_states = residual + hidden_states
+        """Pre-norm residual block.
 
-        residual = hidden_states
-        hidden_states = self.post_attention_layernorm(hidden_states)
-        hidden_states = self.mlp(hidden_states)
-        hidden_states = residual + hidden_states
-        return hidden_states
+        The attention half adds attn(norm(x)) to x; the feed-forward half then adds
+        mlp(norm(.)) to that sum. Both norms are RMSNorm.
+        """
+        normed_in = self.input_layernorm(hidden_states)
+        attn_out, _ = self.self_attn(
+            normed_in, position_embeddings, attention_mask=attention_mask, past_key_value=past_key_value
+        )
+        after_attn = hidden_states + attn_out
+
+        # The feed-forward half reads the attention output through its own norm.
+        normed = self.post_attention_layernorm(after_attn)
+        mlp_out = self.mlp(normed)
+        return after_attn + mlp_out
 
 
 def build_causal_mask(q_len: int, past_len: int, dtype: torch.dtype, device) -> Optional[torch.Tensor]:
@@ -280,15 +280,15 @@ class LlamaModel(nn.Module):
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
 
-        for decoder_layer in self.layers:
-            hidden_states = decoder_layer(
-                hidden_states,
-                position_embeddings=position_embeddings,
-                attention_mask=causal_mask,
-                past_key_value=past_key_values,
+        # Every layer shares the rotary tables and the mask; the cache object is
+        # threaded through so each layer appends to its own slot.
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states, position_embeddings, attention_mask=causal_mask, past_key_value=past_key_values
             )
-        hidden_states = self.norm(hidden_states)
-        return hidden_states, past_key_values
+
+        # One last RMSNorm before the vocabulary projection.
+        return self.norm(hidden_states), past_key_values
 
 
 class LlamaForCausalLM(nn.Module):

@@ -52,16 +52,16 @@ def parse_config(values: dict) -> Qwen3MoeLikeConfig:
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, hidden_size, eps=1e-6):
+    def __init__(self, dim: int, eps: float = 1e-6):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
         self.variance_epsilon = eps
+        self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, hidden_states):
-        dtype = hidden_states.dtype
-        variance = hidden_states.to(torch.float32).square().mean(-1, keepdim=True)
-        normed = hidden_states.to(torch.float32) * torch.rsqrt(variance + self.variance_epsilon)
-        return self.weight * normed.to(dtype)
+        # Reduce in float32; the gain multiplies the result in the input dtype.
+        x32 = hidden_states.to(torch.float32)
+        inv_rms = torch.rsqrt(x32.square().mean(-1, keepdim=True) + self.variance_epsilon)
+        return self.weight * (x32 * inv_rms).to(hidden_states.dtype)
 
 
 def rotate_half(x):
