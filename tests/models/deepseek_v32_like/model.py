@@ -30,10 +30,10 @@ class DeepseekV32LikeConfig:
     first_k_dense_replace: int = 3
     num_attention_heads: int = 128
     q_lora_rank: int = 1536
-    kv_lora_rank: int = 512
+    qk_rope_head_dim: int = 64  # rotated slice of each query/key head
     qk_nope_head_dim: int = 128
-    qk_rope_head_dim: int = 64
     v_head_dim: int = 128
+    kv_lora_rank: int = 512  # width of the compressed KV latent
     n_routed_experts: int = 256
     n_shared_experts: int = 1
     num_experts_per_tok: int = 8
@@ -62,8 +62,8 @@ def parse_config(values: dict) -> DeepseekV32LikeConfig:
 class DeepseekRMSNorm(nn.Module):
     def __init__(self, hidden_size: int, eps: float = 1e-6):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(hidden_size))
         self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden_size))
 
     def forward(self, x):
         h = x.to(torch.float32)
@@ -134,11 +134,11 @@ class Indexer(nn.Module):
 class SparseMLA(nn.Module):
     def __init__(self, config: DeepseekV32LikeConfig):
         super().__init__()
-        self.num_heads = config.num_attention_heads
-        self.kv_lora_rank = config.kv_lora_rank
-        self.qk_nope_head_dim = config.qk_nope_head_dim
+        self.num_heads, self.kv_lora_rank = config.num_attention_heads, config.kv_lora_rank
         self.qk_rope_head_dim = config.qk_rope_head_dim
+        self.qk_nope_head_dim = config.qk_nope_head_dim
         self.v_head_dim = config.v_head_dim
+        # one query head = a position-free slice followed by a rotated slice
         self.q_head_dim = config.qk_nope_head_dim + config.qk_rope_head_dim
         self.scale = self.q_head_dim ** -0.5
 
@@ -241,12 +241,12 @@ class DeepseekMoE(nn.Module):
         self.shared_experts = DeepseekMLP(config.hidden_size, config.moe_intermediate_size * config.n_shared_experts)
 
     def forward(self, hidden_states):
-        identity = hidden_states
-        orig_shape = hidden_states.shape
         topk_idx, topk_weight = self.gate(hidden_states)
-        flat = hidden_states.view(-1, hidden_states.shape[-1])
-        routed = self.moe_infer(flat, topk_idx, topk_weight).view(*orig_shape)
-        return routed + self.shared_experts(identity)
+        token_rows = hidden_states.reshape(-1, hidden_states.shape[-1])
+        routed = self.moe_infer(token_rows, topk_idx, topk_weight)
+        # shared experts run on the unrouted input and are added back at full shape
+        routed = routed.reshape(hidden_states.shape)
+        return routed + self.shared_experts(hidden_states)
 
     @torch.no_grad()
     def moe_infer(self, x, topk_ids, topk_weight):

@@ -20,9 +20,9 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+block_size = 128  # side of the square tiles that share one dequantisation scale
 world_size = 1
 rank = 0
-block_size = 128
 
 
 @dataclass
@@ -38,17 +38,17 @@ class ModelArgs:
     n_heads: int = 128
     n_routed_experts: int = 256
     n_shared_experts: int = 1
-    n_activated_experts: int = 8
+    score_func: Literal["softmax", "sigmoid"] = "sigmoid"
+    n_activated_experts: int = 8  # routed experts per token
     n_expert_groups: int = 8
     n_limited_groups: int = 4
-    score_func: Literal["softmax", "sigmoid"] = "sigmoid"
     norm_topk_prob: bool = True
     route_scale: float = 2.5
     q_lora_rank: int = 1536
-    kv_lora_rank: int = 512
-    qk_nope_head_dim: int = 128
     qk_rope_head_dim: int = 64
+    qk_nope_head_dim: int = 128
     v_head_dim: int = 128
+    kv_lora_rank: int = 512
     rms_norm_eps: float = 1e-6
     original_seq_len: int = 4096
     rope_theta: float = 10000.0
@@ -107,7 +107,7 @@ def weight_dequant(weight: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias=None, scale=None) -> torch.Tensor:
-    if weight.element_size() > 1:
+    if weight.element_size() >= 2:  # bf16/fp32 weights go straight to the GEMM
         return F.linear(x, weight, bias)
     # Quantised checkpoint: dequantise on the fly (a fused kernel would do this in the GEMM).
     return F.linear(x, weight_dequant(weight, scale), bias)
@@ -116,8 +116,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias=None, scale=None) -> torc
 class Linear(nn.Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = False, dtype=None):
         super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
+        # plain attributes for repr(); the weight keeps activations at unit variance
+        self.in_features, self.out_features = in_features, out_features
         self.weight = nn.Parameter(torch.randn(out_features, in_features, dtype=dtype) * in_features ** -0.5)
         if self.weight.element_size() == 1:
             tiles = ((out_features + block_size - 1) // block_size, (in_features + block_size - 1) // block_size)
@@ -142,23 +142,23 @@ class RowParallelLinear(Linear):
         super().__init__(in_features // world_size, out_features, bias, dtype)
 
     def forward(self, x):
-        y = linear(x, self.weight, None, self.scale)
-        if world_size > 1:
-            dist.all_reduce(y)
-        if self.bias is not None:
-            y = y + self.bias
-        return y
+        partial = linear(x, self.weight, None, self.scale)
+        if world_size > 1:  # each rank holds a slice of the reduced dimension
+            dist.all_reduce(partial)
+        if self.bias is None:
+            return partial
+        return partial + self.bias  # added once, after the partial sums are combined
 
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6):
         super().__init__()
-        self.dim = dim
-        self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+        self.dim = dim
 
     def forward(self, x: torch.Tensor):
-        if hasattr(F, "rms_norm"):
+        if hasattr(F, "rms_norm"):  # native kernel on newer torch
             return F.rms_norm(x, (self.dim,), self.weight, self.eps)
         x32 = x.float()
         y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -190,39 +190,39 @@ def precompute_freqs_cis(args: ModelArgs) -> torch.Tensor:
 
 def apply_rotary_emb(x: torch.Tensor, freqs_cis: torch.Tensor) -> torch.Tensor:
     """x: [bsz, seq, heads, rope_dim]; adjacent pairs (2i, 2i+1) are one complex number."""
-    dtype = x.dtype
+    in_dtype = x.dtype
     pairs = torch.view_as_complex(x.float().view(*x.shape[:-1], -1, 2))
     rotated = pairs * freqs_cis.view(1, pairs.size(1), 1, pairs.size(-1))
-    return torch.view_as_real(rotated).flatten(3).to(dtype)
+    return torch.view_as_real(rotated).flatten(3).to(in_dtype)
 
 
 class MLA(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
-        self.n_local_heads = args.n_heads // world_size
-        self.q_lora_rank = args.q_lora_rank
-        self.kv_lora_rank = args.kv_lora_rank
-        self.qk_nope_head_dim = args.qk_nope_head_dim
-        self.qk_rope_head_dim = args.qk_rope_head_dim
-        self.qk_head_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
+        heads_here = args.n_heads // world_size
+        self.n_local_heads = heads_here
+        self.q_lora_rank, self.kv_lora_rank = args.q_lora_rank, args.kv_lora_rank
+        nope, rope = args.qk_nope_head_dim, args.qk_rope_head_dim
+        self.qk_nope_head_dim, self.qk_rope_head_dim = nope, rope
+        self.qk_head_dim = nope + rope
         self.v_head_dim = args.v_head_dim
         self.attn_impl = args.attn_impl
 
-        if self.q_lora_rank == 0:
-            self.q_proj = ColumnParallelLinear(args.dim, args.n_heads * self.qk_head_dim)
-        else:
+        q_width = args.n_heads * self.qk_head_dim
+        if self.q_lora_rank:  # low-rank query: down-project, normalise, up-project
             self.q_a_proj = Linear(args.dim, self.q_lora_rank)
             self.q_a_layernorm = RMSNorm(self.q_lora_rank, args.rms_norm_eps)
-            self.q_b_proj = ColumnParallelLinear(self.q_lora_rank, args.n_heads * self.qk_head_dim)
-        self.kv_a_proj_with_mqa = Linear(args.dim, self.kv_lora_rank + self.qk_rope_head_dim)
+            self.q_b_proj = ColumnParallelLinear(self.q_lora_rank, q_width)
+        else:
+            self.q_proj = ColumnParallelLinear(args.dim, q_width)
+        # keys and values share one compressed latent plus a single rope key
+        self.kv_a_proj_with_mqa = Linear(args.dim, self.kv_lora_rank + rope)
         self.kv_a_layernorm = RMSNorm(self.kv_lora_rank, args.rms_norm_eps)
-        self.kv_b_proj = ColumnParallelLinear(self.kv_lora_rank, args.n_heads * (self.qk_nope_head_dim + self.v_head_dim))
+        self.kv_b_proj = ColumnParallelLinear(self.kv_lora_rank, args.n_heads * (nope + self.v_head_dim))
         self.o_proj = RowParallelLinear(args.n_heads * self.v_head_dim, args.dim)
 
-        self.softmax_scale = self.qk_head_dim ** -0.5
-        if args.max_seq_len > args.original_seq_len:
-            yarn_mscale = 0.1 * args.mscale * math.log(args.rope_factor) + 1.0
-            self.softmax_scale = self.softmax_scale * yarn_mscale * yarn_mscale
+        yarn_mscale = 0.1 * args.mscale * math.log(args.rope_factor) + 1.0 if args.max_seq_len > args.original_seq_len else 1.0
+        self.softmax_scale = self.qk_head_dim ** -0.5 * yarn_mscale ** 2
 
         b, s = args.max_batch_size, args.max_seq_len
         if self.attn_impl == "naive":
@@ -232,56 +232,56 @@ class MLA(nn.Module):
             self.register_buffer("kv_cache", torch.zeros(b, s, self.kv_lora_rank), persistent=False)
             self.register_buffer("pe_cache", torch.zeros(b, s, self.qk_rope_head_dim), persistent=False)
 
-    def forward(self, x: torch.Tensor, start_pos: int, freqs_cis: torch.Tensor, mask: Optional[torch.Tensor]):
-        bsz, seqlen, _ = x.size()
-        end_pos = start_pos + seqlen
-        if self.q_lora_rank == 0:
-            q = self.q_proj(x)
-        else:
+    def forward(self, x: torch.Tensor, start_pos: int, freqs_cis: torch.Tensor, mask: Optional[torch.Tensor] = None):
+        b, s = x.shape[0], x.shape[1]
+        end_pos = start_pos + s
+        if self.q_lora_rank:
             q = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
-        q = q.view(bsz, seqlen, self.n_local_heads, self.qk_head_dim)
-        q_nope, q_pe = torch.split(q, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
-        q_pe = apply_rotary_emb(q_pe, freqs_cis)
+        else:
+            q = self.q_proj(x)
+        q = q.reshape(b, s, self.n_local_heads, -1)
+        q_pass, q_rot = q.split([self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        q_rot = apply_rotary_emb(q_rot, freqs_cis)
 
         compressed = self.kv_a_proj_with_mqa(x)
-        kv, k_pe = torch.split(compressed, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
-        k_pe = apply_rotary_emb(k_pe.unsqueeze(2), freqs_cis)  # one rope key shared by all heads
+        latent, k_rot = compressed.split([self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        k_rot = apply_rotary_emb(k_rot.unsqueeze(2), freqs_cis)  # one rope key shared by all heads
 
         if self.attn_impl == "naive":
-            q = torch.cat([q_nope, q_pe], dim=-1)
-            kv = self.kv_b_proj(self.kv_a_layernorm(kv))
-            kv = kv.view(bsz, seqlen, self.n_local_heads, self.qk_nope_head_dim + self.v_head_dim)
-            k_nope, v = torch.split(kv, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
-            k = torch.cat([k_nope, k_pe.expand(-1, -1, self.n_local_heads, -1)], dim=-1)
-            self.k_cache[:bsz, start_pos:end_pos] = k
-            self.v_cache[:bsz, start_pos:end_pos] = v
-            scores = torch.einsum("bshd,bthd->bsht", q, self.k_cache[:bsz, :end_pos]) * self.softmax_scale
+            kv = self.kv_b_proj(self.kv_a_layernorm(latent)).reshape(b, s, self.n_local_heads, -1)
+            k_pass, v = kv.split([self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+            k = torch.cat((k_pass, k_rot.expand(b, s, self.n_local_heads, self.qk_rope_head_dim)), -1)
+            # new keys and values land in the cache before scoring, so decode sees them too
+            q = torch.cat((q_pass, q_rot), -1)
+            self.k_cache[:b, start_pos:end_pos] = k
+            self.v_cache[:b, start_pos:end_pos] = v
+            scores = torch.einsum("bshd,bthd->bsht", q, self.k_cache[:b, :end_pos]) * self.softmax_scale
         else:
             # W_UK folded into the query: q_nope [b,s,h,nope] x W_UK [h,nope,c] -> [b,s,h,c].
-            wkv_b = self.kv_b_proj.weight
+            w_kv_up = self.kv_b_proj.weight
             if self.kv_b_proj.scale is not None:
-                wkv_b = weight_dequant(wkv_b, self.kv_b_proj.scale)
-            wkv_b = wkv_b.view(self.n_local_heads, -1, self.kv_lora_rank)
-            w_uk = wkv_b[:, : self.qk_nope_head_dim]
-            q_latent = torch.einsum("bshd,hdc->bshc", q_nope, w_uk)
-            self.kv_cache[:bsz, start_pos:end_pos] = self.kv_a_layernorm(kv)
-            self.pe_cache[:bsz, start_pos:end_pos] = k_pe.squeeze(2)
-            scores = (
-                torch.einsum("bshc,btc->bsht", q_latent, self.kv_cache[:bsz, :end_pos])
-                + torch.einsum("bshr,btr->bsht", q_pe, self.pe_cache[:bsz, :end_pos])
-            ) * self.softmax_scale
+                w_kv_up = weight_dequant(w_kv_up, self.kv_b_proj.scale)
+            w_kv_up = w_kv_up.reshape(self.n_local_heads, -1, self.kv_lora_rank)
+            w_uk, w_uv = w_kv_up.split([self.qk_nope_head_dim, self.v_head_dim], dim=1)
+            q_latent = torch.einsum("bshd,hdc->bshc", q_pass, w_uk)
+            self.kv_cache[:b, start_pos:end_pos] = self.kv_a_layernorm(latent)
+            self.pe_cache[:b, start_pos:end_pos] = k_rot.squeeze(2)
+            content = torch.einsum("bshc,btc->bsht", q_latent, self.kv_cache[:b, :end_pos])
+            # the rope part cannot be absorbed into the latent, so it is scored on its own
+            position = torch.einsum("bshr,btr->bsht", q_rot, self.pe_cache[:b, :end_pos])
+            scores = (content + position) * self.softmax_scale
 
         if mask is not None:
-            scores = scores + mask.unsqueeze(1)
-        scores = scores.softmax(dim=-1, dtype=torch.float32).type_as(x)
+            scores = scores + mask[:, None, :]
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(x.dtype)
 
         if self.attn_impl == "naive":
-            out = torch.einsum("bsht,bthd->bshd", scores, self.v_cache[:bsz, :end_pos])
+            out = torch.einsum("bsht,bthd->bshd", probs, self.v_cache[:b, :end_pos])
         else:
-            out_latent = torch.einsum("bsht,btc->bshc", scores, self.kv_cache[:bsz, :end_pos])
-            w_uv = wkv_b[:, -self.v_head_dim :]
+            # values are read in latent space and lifted to each head afterwards
+            out_latent = torch.einsum("bsht,btc->bshc", probs, self.kv_cache[:b, :end_pos])
             out = torch.einsum("bshc,hdc->bshd", out_latent, w_uv)
-        return self.o_proj(out.flatten(2))
+        return self.o_proj(out.reshape(b, s, -1))
 
 
 class MLP(nn.Module):
@@ -289,34 +289,34 @@ class MLP(nn.Module):
 
     def __init__(self, dim: int, inter_dim: int):
         super().__init__()
-        self.w1 = ColumnParallelLinear(dim, inter_dim)
-        self.w2 = RowParallelLinear(inter_dim, dim)
-        self.w3 = ColumnParallelLinear(dim, inter_dim)
+        self.w1, self.w3 = ColumnParallelLinear(dim, inter_dim), ColumnParallelLinear(dim, inter_dim)  # gate, up
+        self.w2 = RowParallelLinear(inter_dim, dim)  # down
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        up = self.w3(x)
+        return self.w2(F.silu(self.w1(x)) * up)
 
 
 class Expert(nn.Module):
     def __init__(self, dim: int, inter_dim: int):
         super().__init__()
-        self.w1 = Linear(dim, inter_dim)
-        self.w2 = Linear(inter_dim, dim)
-        self.w3 = Linear(dim, inter_dim)
+        self.w1, self.w3 = Linear(dim, inter_dim), Linear(dim, inter_dim)  # gate, up
+        self.w2 = Linear(inter_dim, dim)  # down
 
     def forward(self, x):
-        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        up = self.w3(x)
+        return self.w2(F.silu(self.w1(x)) * up)
 
 
 class Gate(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
+        self.score_func, self.route_scale = args.score_func, args.route_scale
         self.topk = args.n_activated_experts
+        self.norm_topk_prob = args.norm_topk_prob
+        # experts form groups; only the strongest `topk_groups` groups may be routed to
         self.n_groups = args.n_expert_groups
         self.topk_groups = args.n_limited_groups
-        self.score_func = args.score_func
-        self.norm_topk_prob = args.norm_topk_prob
-        self.route_scale = args.route_scale
         self.weight = nn.Parameter(torch.randn(args.n_routed_experts, args.dim) * args.dim ** -0.5)
         # The correction bias only steers which experts are picked, never the mixing weights.
         self.e_score_correction_bias = nn.Parameter(torch.randn(args.n_routed_experts) * 0.1)
@@ -348,51 +348,51 @@ class Gate(nn.Module):
 class MoE(nn.Module):
     def __init__(self, args: ModelArgs):
         super().__init__()
-        self.dim = args.dim
-        self.n_routed_experts = args.n_routed_experts
-        self.n_local_experts = args.n_routed_experts // world_size
-        self.experts_start_idx = rank * self.n_local_experts
-        self.experts_end_idx = self.experts_start_idx + self.n_local_experts
+        self.dim, self.n_routed_experts = args.dim, args.n_routed_experts
+        # tensor-parallel ranks own contiguous, equal-sized blocks of routed experts
+        per_rank = args.n_routed_experts // world_size
+        self.n_local_experts = per_rank
+        self.experts_start_idx, self.experts_end_idx = rank * per_rank, (rank + 1) * per_rank
+        owned = range(self.experts_start_idx, self.experts_end_idx)
         self.gate = Gate(args)
-        self.experts = nn.ModuleList(
-            [
-                Expert(args.dim, args.moe_inter_dim)
-                if self.experts_start_idx <= i < self.experts_end_idx
-                else None
-                for i in range(self.n_routed_experts)
-            ]
-        )
-        self.shared_experts = MLP(args.dim, args.n_shared_experts * args.moe_inter_dim)
+        # experts of other ranks stay None placeholders so expert indices remain global
+        experts = []
+        for e in range(self.n_routed_experts):
+            experts.append(Expert(args.dim, args.moe_inter_dim) if e in owned else None)
+        self.experts = nn.ModuleList(experts)
+        # shared experts see every token, whatever the router picked
+        shared_width = args.n_shared_experts * args.moe_inter_dim
+        self.shared_experts = MLP(args.dim, shared_width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = x.size()
-        x = x.view(-1, self.dim)
-        weights, indices = self.gate(x)
-        y = torch.zeros_like(x)
-        counts = torch.bincount(indices.flatten(), minlength=self.n_routed_experts).tolist()
-        for i in range(self.experts_start_idx, self.experts_end_idx):
-            if counts[i] == 0:
-                continue
-            rows, slot = torch.where(indices == i)
-            y[rows] += self.experts[i](x[rows]) * weights[rows, slot, None]
-        z = self.shared_experts(x)
+        in_shape = x.shape
+        tokens = x.reshape(-1, self.dim)
+        routed = torch.zeros_like(tokens)
+        route_w, route_idx = self.gate(tokens)
+        hits = torch.bincount(route_idx.reshape(-1), minlength=self.n_routed_experts).tolist()
+        for e in range(self.experts_start_idx, self.experts_end_idx):
+            if not hits[e]:
+                continue  # no token chose this expert
+            tok, k = torch.where(route_idx == e)
+            routed[tok] += self.experts[e](tokens[tok]) * route_w[tok, k].unsqueeze(-1)
+        shared = self.shared_experts(tokens)
         if world_size > 1:
-            dist.all_reduce(y)
-        return (y + z).view(shape)
+            dist.all_reduce(routed)
+        return torch.add(routed, shared).reshape(in_shape)
 
 
 class Block(nn.Module):
     def __init__(self, layer_id: int, args: ModelArgs):
         super().__init__()
-        self.attn = MLA(args)
-        self.ffn = MLP(args.dim, args.inter_dim) if layer_id < args.n_dense_layers else MoE(args)
         self.attn_norm = RMSNorm(args.dim, args.rms_norm_eps)
+        self.attn = MLA(args)
         self.ffn_norm = RMSNorm(args.dim, args.rms_norm_eps)
+        dense = layer_id < args.n_dense_layers  # the first layers keep a dense FFN
+        self.ffn = MLP(args.dim, args.inter_dim) if dense else MoE(args)
 
     def forward(self, x, start_pos: int, freqs_cis, mask):
-        x = x + self.attn(self.attn_norm(x), start_pos, freqs_cis, mask)
-        x = x + self.ffn(self.ffn_norm(x))
-        return x
+        h = x + self.attn(self.attn_norm(x), start_pos, freqs_cis, mask)
+        return h + self.ffn(self.ffn_norm(h))
 
 
 class Transformer(nn.Module):
@@ -407,19 +407,19 @@ class Transformer(nn.Module):
 
     @torch.inference_mode()
     def forward(self, tokens: torch.Tensor, start_pos: int = 0) -> torch.Tensor:
-        seqlen = tokens.size(1)
-        h = self.embed(tokens)
+        seqlen = tokens.shape[1]
         freqs_cis = self.freqs_cis[start_pos : start_pos + seqlen]
+        h = self.embed(tokens)
         mask = None
-        if seqlen > 1:
+        if seqlen > 1:  # a single decoded token may see the whole cache, so it needs no mask
             mask = torch.full((seqlen, start_pos + seqlen), float("-inf"), device=tokens.device).triu_(start_pos + 1)
-        for layer in self.layers:
-            h = layer(h, start_pos, freqs_cis, mask)
+        for block in self.layers:
+            h = block(h, start_pos, freqs_cis, mask)
         logits = self.head(self.norm(h))
-        if world_size > 1:
-            shards = [torch.empty_like(logits) for _ in range(world_size)]
-            dist.all_gather(shards, logits)
-            logits = torch.cat(shards, dim=-1)
+        if world_size > 1:  # the vocabulary is column-sharded: gather every rank's slice
+            gathered = list(logits.new_empty((world_size, *logits.shape)).unbind(0))
+            dist.all_gather(gathered, logits)
+            return torch.cat(gathered, dim=-1)
         return logits
 
 
