@@ -259,32 +259,22 @@ SymValue Evaluator::eval(const ast::expr* e, EvalScope& scope) {
     }
     return SymValue::unknown(text);
   }
-  if (auto* t = ast::as<ast::Tuple>(e)) {
+  // Tuples and lists evaluate element-wise; known only when every element is.
+  auto sequence = [&](const auto& elts, const char* open, const char* close) {
     json arr = json::array();
-    std::string text = "(";
+    std::string text = open;
     bool all_known = true;
-    for (size_t k = 0; k < t->elts.size; ++k) {
-      SymValue v = eval(t->elts[k], scope);
+    for (size_t k = 0; k < elts.size; ++k) {
+      SymValue v = eval(elts[k], scope);
       all_known = all_known && v.is_known();
       if (v.is_known()) arr.push_back(v.value);
       text += (k ? ", " : "") + v.text;
     }
-    text += t->elts.size == 1 ? ",)" : ")";
+    text += close;
     return all_known ? SymValue::known(arr, text) : SymValue::unknown(text);
-  }
-  if (auto* l = ast::as<ast::List>(e)) {
-    json arr = json::array();
-    std::string text = "[";
-    bool all_known = true;
-    for (size_t k = 0; k < l->elts.size; ++k) {
-      SymValue v = eval(l->elts[k], scope);
-      all_known = all_known && v.is_known();
-      if (v.is_known()) arr.push_back(v.value);
-      text += (k ? ", " : "") + v.text;
-    }
-    text += "]";
-    return all_known ? SymValue::known(arr, text) : SymValue::unknown(text);
-  }
+  };
+  if (auto* t = ast::as<ast::Tuple>(e)) return sequence(t->elts, "(", t->elts.size == 1 ? ",)" : ")");
+  if (auto* l = ast::as<ast::List>(e)) return sequence(l->elts, "[", "]");
   if (auto* d = ast::as<ast::Dict>(e); d && d->keys.empty()) return SymValue::known(json::object(), "{}");
   return SymValue::unknown(std::string(scope.file ? scope.file->text_of(e) : ""));
 }
