@@ -8,7 +8,10 @@
 
 #include "cli/command.h"
 #include "frontend/diagnostic.h"
+#include "model/config_schema.h"
+#include "model/evaluator.h"
 #include "model/inventory.h"
+#include "model/module_roles.h"
 #include "model/inventory_json.h"
 #include "model/inventory_markdown.h"
 #include "util/file_io.h"
@@ -22,13 +25,31 @@ struct InspectOptions {
   std::string config;
   std::string format = "md";
   std::string lang = "en";
+  std::string dataflow_class;  // print this class's inlined forward instead of the inventory
 };
+
+// The inlined forward of one class, one op per line, for reading what the
+// matcher sees.
+std::string dataflow_text(const model::SourceSet& sources, const model::ModelConfig& config, const std::string& cls_name) {
+  const model::ClassDecl* cls = sources.find_class(cls_name);
+  if (!cls) throw FileError(fmt::format("no class named '{}' in the given files", cls_name));
+  model::ConfigSchema schema = model::ConfigSchema::discover(sources);
+  model::Evaluator ev(sources, config, schema);
+  model::RoleTable roles = model::RoleTable::infer(sources, ev);
+  model::RoleTableSubmodules lookup(roles);
+  return model::build_inlined_forward(sources, *cls, lookup).dump();
+}
 
 int run_inspect(const InspectOptions& o) {
   try {
     model::ModelConfig config;
     if (!o.config.empty()) config = model::ModelConfig::load(o.config);
     model::SourceSet sources = model::SourceSet::load(o.paths);
+    if (!o.dataflow_class.empty()) {
+      std::string text = dataflow_text(sources, config, o.dataflow_class);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return kOk;
+    }
     model::Inventory inv = model::build_inventory(sources, config);
     std::string text = o.format == "json" ? model::inventory_to_json(inv).dump(2) + "\n"
                                           : model::inventory_to_markdown(inv, o.lang == "zh" ? model::Lang::Zh : model::Lang::En);
@@ -53,6 +74,8 @@ Registered register_inspect(CLI::App& parent) {
   cmd->add_option("--config", o.config, "HF-style config.json binding the model's symbols");
   cmd->add_option("--format", o.format, "md or json")->check(CLI::IsMember({"md", "json"}));
   cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
+  cmd->add_option("--dataflow", o.dataflow_class,
+                  "Print the SSA dataflow of CLASS's forward (submodules and helpers inlined) instead of the inventory");
   return {cmd, [] { return run_inspect(o); }};
 }
 

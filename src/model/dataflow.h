@@ -43,6 +43,13 @@ struct DataflowOp {
   std::vector<int> outputs;  // value ids
   bool in_place = false;     // x.add_(y), x += y, x[i] = y
   int line = 0;
+  int end_line = 0;
+  // Where the expression that produced the op is: its file (an inlined helper
+  // may live in another file than the function being built) and its byte
+  // range in that file's source, for spans and byte-range patches.
+  const ModelFile* file = nullptr;
+  uint32_t begin = 0;
+  uint32_t end = 0;
   std::string condition;     // enclosing if-conditions and loops, "" at top level
 };
 

@@ -94,6 +94,12 @@ class Builder {
     op.attrs = std::move(attrs);
     op.in_place = in_place;
     op.line = line_of(at);
+    op.end_line = at ? file_->parsed->source.line_col(at->end > at->begin ? at->end - 1 : at->begin).line : 0;
+    op.file = file_;
+    if (at) {
+      op.begin = at->begin;
+      op.end = at->end;
+    }
     op.condition = condition_text();
     g_.ops.push_back(op);
     for (int i = 0; i < n_out; ++i) {

@@ -1,0 +1,83 @@
+#pragma once
+// Matching compiled patterns against a model function's dataflow (usually a
+// module's forward with submodules and helpers inlined, see
+// model::build_inlined_forward). The evidence is always the dataflow: op
+// names, the way values connect, constants. Class names and HF hub-kernel
+// decorators only raise the confidence of a match that the dataflow already
+// proved.
+//
+// The matcher sees through casts (`.float()`, `.to(dtype)`, `type_as`) and
+// layout-only views the pattern does not mention, tries both operand orders
+// of commutative ops (add, mul, ...), lets a pattern step be optional where
+// the rule marks it so, and treats each `search*` alternative as its own
+// pattern. When a pattern starts to match and then fails, the deepest
+// failure is kept as a near-miss with a readable trace.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "match/pattern.h"
+#include "model/dataflow.h"
+
+namespace npufuse::match {
+
+// A model value a pattern parameter was bound to.
+struct Binding {
+  std::string parameter;  // the search function's parameter name
+  int value = -1;         // value id in the target graph
+  std::string text;       // the model expression it came from ("self.input_layernorm.weight", "hidden_states")
+};
+
+// A value computed inside the matched ops that something outside them also
+// reads: returned by the function, stored on self / in a cache, passed to a
+// hook or a debug output, or consumed by another op. A fused replacement
+// would no longer produce it.
+struct Escape {
+  int value = -1;
+  int consumer_op = -1;   // -1 when it escapes by `return`
+  std::string how;        // "returned", "stored on self", "read by <op> @line", ...
+  int line = 0;
+};
+
+struct Match {
+  const Pattern* pattern = nullptr;
+  const model::FunctionDataflow* target = nullptr;
+  std::vector<int> ops;            // target op ids the pattern covers (sorted)
+  std::vector<int> anchors;        // target value ids matched to the pattern's anchors, in order
+  std::vector<Binding> bindings;   // one per pattern parameter, in parameter order
+  std::vector<Escape> escapes;     // intermediate values used outside the match
+  // Where the matched ops are: the first and last line per file (one entry
+  // per file touched, in the order the ops appear).
+  std::vector<model::SourceSpan> spans;
+  double confidence = 1.0;           // < 1 when only part of the pattern is optional-matched
+  std::vector<std::string> hints;    // class names / decorators that agreed ("class LlamaRMSNorm")
+};
+
+// A failed attempt that got far enough to be worth telling the user about.
+struct NearMissTrace {
+  const Pattern* pattern = nullptr;
+  int anchor_op = -1;                 // the target op the attempt started from
+  int matched_steps = 0;              // pattern ops matched before the failure
+  int pattern_steps = 0;              // pattern ops in total
+  std::string reason;                 // "expected mean(...), found sum(...) at model.py:53"
+  std::vector<std::string> trace;     // the steps tried, outermost first
+  std::vector<model::SourceSpan> spans;
+};
+
+struct MatchResult {
+  std::vector<Match> matches;
+  std::vector<NearMissTrace> near_misses;  // only those matching at least half of the pattern
+};
+
+struct MatchOptions {
+  // Near-misses that matched fewer than this share of the pattern's ops are dropped.
+  double near_miss_min_share = 0.5;
+};
+
+// Every non-overlapping match of any of `patterns` (alternatives of one rule
+// or many rules) in `target`. Two alternatives that cover the same ops give
+// one match (the first alternative in file order).
+MatchResult match_patterns(const std::vector<Pattern>& patterns, const model::FunctionDataflow& target,
+                           const MatchOptions& options = {});
+
+}  // namespace npufuse::match

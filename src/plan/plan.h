@@ -1,0 +1,110 @@
+#pragma once
+// Workflow steps 2-4 as data: the candidate list and the review. The plan
+// is what `npufuse analyze` prints (src/report) and what `apply` and
+// `verify` later read back from JSON (docs/analyze-schema.md).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "check/evaluate.h"
+#include "check/facts.h"
+#include "model/source_set.h"
+
+namespace npufuse::plan {
+
+// The deployment the plan is for (flags, --deploy FILE, config.json).
+struct AnalyzeOptions {
+  std::vector<std::string> paths;
+  std::string config;             // config.json, may be empty
+  std::string deploy;             // deployment file, may be empty
+  std::string chip;               // A2 | A3 | ... ; empty = unknown
+  int tp = 0, ep = 0, dp = 0;     // 0 = not given
+  std::string quant;              // bf16 | w8a8 | w8a8c8 | w4a16 ; empty = from the config / unknown
+  std::string stage = "both";     // prefill | decode | both
+  std::string torch_npu_version;  // empty = unknown
+  std::string rules_dir;          // --rules DIR (default: embedded)
+  std::string catalog_dir;        // --catalog DIR (default: embedded)
+};
+
+enum class Status { Candidate, CandidateWithPrerequisites, NotApplicable, NoFusedOp };
+const char* status_name(Status s);  // candidate, candidate_with_prerequisites, not_applicable, no_fused_op
+
+struct Location {
+  std::string file;
+  int start_line = 0;
+  int end_line = 0;
+};
+
+// One catalog constraint evaluated for this candidate.
+struct CheckResult {
+  std::string api;
+  std::string constraint_id;
+  check::Answer answer = check::Answer::Unknown;
+  std::string severity;              // error | warning (the catalog's)
+  std::string message_en, message_zh;
+  std::string doc;                   // doc file#section
+  std::vector<std::string> evidence; // facts it rests on, with provenance
+  std::vector<std::string> missing;  // unknown: the facts to ask for
+};
+
+struct PrerequisiteItem {
+  std::string id;
+  std::string en, zh;
+  bool mechanical = false;
+  Location where;  // where the refactor happens, when known
+};
+
+// A no_fused_op candidate is a new-operator requirement.
+struct NewOperatorRequirement {
+  std::string subgraph;              // the semantics, e.g. "sigmoid(x) * x * y, clamped"
+  std::vector<std::string> inputs;   // with shapes as known
+  std::vector<std::string> outputs;
+  std::string dtype, layout;
+  std::string why_nothing_fits;      // the evidence
+};
+
+struct Candidate {
+  std::string id;                    // stable: "<rule id>@<file>:<line>" or "<module>.<step>@<file>:<line>"
+  std::string module;                // attention, kv_cache, rope, norm, ffn, moe_gate, moe_routing, moe_experts, mla, indexer, quant, other
+  std::string rule;                  // rule id; empty for no_fused_op
+  std::string title;
+  std::vector<std::string> stages;   // prefill, decode
+  std::vector<std::string> apis;
+  Status status = Status::Candidate;
+  Location location;
+  std::vector<Location> extra_locations;  // other places the same chain was matched (one per instance)
+  std::string instance;              // "model.layers[*].input_layernorm", when known
+  std::vector<std::string> evidence; // the matched ops and bindings, in words
+  std::vector<std::string> escapes;  // intermediates a fusion would no longer produce
+  std::vector<PrerequisiteItem> prerequisites;
+  std::vector<CheckResult> checks;
+  std::vector<std::string> blocking;     // not_applicable: the hard constraint(s) cited
+  std::vector<std::string> missing_facts;  // union of the checks' unknowns: the plan asks for them
+  std::string verification_cut;      // the minimal cut to verify: function and lines, inputs, outputs
+  std::vector<std::string> near_miss_reasons;  // for not_applicable found by a near-miss
+  NewOperatorRequirement requirement;  // no_fused_op only
+  double confidence = 1.0;
+};
+
+// Step 4: the four review items of the analysis stage.
+struct ReviewItem {
+  std::string id;        // decomposition_complete | reference_matched | constraints_confirmed | candidates_listed
+  std::string title_en, title_zh;
+  bool passed = false;
+  std::vector<std::string> failing;  // what fails, each naming the module/candidate and why
+};
+
+struct Plan {
+  int schema_version = 1;
+  std::string tool_version;
+  std::vector<std::string> files;
+  std::map<std::string, std::string> file_hashes;  // path -> sha256 of the analysed bytes (apply refuses stale plans)
+  AnalyzeOptions options;
+  check::FactSet facts;                // everything known, with provenance
+  std::vector<std::string> unknown_facts;  // asked for by some check
+  std::vector<Candidate> candidates;   // in workflow order: attention, kv_cache, rope, norm, ffn, moe_*, mla, indexer, quant, other
+  std::vector<ReviewItem> review;
+  std::vector<std::string> notes;      // unresolved things, said plainly
+};
+
+}  // namespace npufuse::plan

@@ -1,0 +1,64 @@
+#pragma once
+// A fusion rule as npufuse reads it: rules/<family>/<name>.py parsed with the
+// frontend (never executed). The `RULE = {...}` literal gives the metadata,
+// the module docstring the English documentation, and the `search*` /
+// `replace` / `naive*` functions stay as AST for the matcher and the
+// rewriter. rules/README.md documents the format.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "model/source_set.h"
+
+namespace npufuse::rules {
+
+struct Prerequisite {
+  std::string id;
+  std::string en;
+  std::string zh;
+  bool mechanical = false;  // `npufuse apply` performs it
+};
+
+struct NearMiss {
+  std::string file;    // relative to the rule's folder ("fixtures/x_nomatch_y.py")
+  std::string reason;  // why it must not match, in the rule author's words
+};
+
+// One documentation section ("What it does", "Why", ...), in order.
+struct DocSection {
+  std::string heading;
+  std::string body;  // dedented, trailing whitespace stripped
+};
+
+struct Rule {
+  std::string id;       // "<family>.<file stem>"
+  std::string family;   // folder name
+  std::string module;   // attention, kv_cache, rope, norm, ffn, moe_gate, ... (README table)
+  std::string title;
+  std::vector<std::string> apis;      // torch_npu operators the replacement emits
+  std::vector<std::string> stages;    // subset of prefill, decode
+  std::string safety;                 // safe | needs_prerequisites | display_only
+  std::vector<Prerequisite> prerequisites;
+  std::vector<std::string> checks;    // "api:*" or "api:constraint_id"
+  std::map<std::string, std::string> facts;  // fact name -> literal text (as written)
+  std::vector<std::string> hint_class_names;
+  std::vector<std::string> hint_hub_kernels;
+  std::vector<NearMiss> near_misses;
+  std::vector<DocSection> doc_en;  // from the module docstring (first line = summary)
+  std::vector<DocSection> doc_zh;  // from RULE["doc_zh"]
+  std::string summary_en;          // the docstring's first line
+  std::string summary_zh;
+
+  // The rule file, parsed on its own (every rule file defines `search` and
+  // `replace`, so each has its own SourceSet); the functions below point into it.
+  std::string path;  // "rules/norm/rms_norm.py" (embedded) or the file given
+  const model::SourceSet* sources = nullptr;
+  const model::ModelFile* file = nullptr;
+  std::vector<const frontend::ast::FunctionDef*> searches;  // search, search_*, in file order
+  const frontend::ast::FunctionDef* replace = nullptr;
+  std::vector<const frontend::ast::FunctionDef*> naives;    // naive*, never matched
+};
+
+}  // namespace npufuse::rules
