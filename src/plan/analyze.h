@@ -1,0 +1,41 @@
+#pragma once
+// Building the plan: load the model files, the config, the rules and the
+// catalog, read the model (model/), match every rule on every module's
+// inlined forward and on module-level functions (match/), check each match
+// against the catalog's constraints with the facts known (check/), decide
+// each candidate's status, add no_fused_op items for sub-chains nothing
+// covers, and run the step-4 review.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "model/model_config.h"
+#include "model/source_set.h"
+#include "plan/plan.h"
+#include "rules/ruleset.h"
+
+namespace npufuse::plan {
+
+struct AnalysisInputs {
+  const model::SourceSet* sources = nullptr;
+  const model::ModelConfig* config = nullptr;
+  const rules::RuleSet* rules = nullptr;
+  const catalog::Catalog* catalog = nullptr;
+  AnalyzeOptions options;
+};
+
+// Wall time of each stage, for `bench/analyze` and `--timings`; not part of the JSON plan.
+struct StageTimes {
+  std::vector<std::pair<std::string, double>> ms;  // "load", "model", "match", "check", "review"
+};
+
+Plan build_plan(const AnalysisInputs& in, StageTimes* times = nullptr);
+
+// Loads everything `options` names (embedded rules/catalog unless overridden)
+// and builds the plan. Throws frontend::SyntaxError, FileError,
+// rules::RuleError, catalog::CatalogError, or std::invalid_argument for a bad
+// flag value or deployment file (naming file:line:col where there is one).
+Plan analyze(const AnalyzeOptions& options, StageTimes* times = nullptr);
+
+}  // namespace npufuse::plan
