@@ -6,6 +6,7 @@
 // rewriter. rules/README.md documents the format.
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct Rule {
   std::vector<std::string> hint_class_names;
   std::vector<std::string> hint_hub_kernels;
   std::vector<NearMiss> near_misses;
+  // RULE["match"], optional: options for the matcher (optional steps,
+  // limits on consumers of returned values, ...), as plain JSON converted
+  // from the literal. Its keys are defined and checked by match/ and
+  // documented in rules/README.md.
+  nlohmann::json match = nlohmann::json::object();
   std::vector<DocSection> doc_en;  // from the module docstring (first line = summary)
   std::vector<DocSection> doc_zh;  // from RULE["doc_zh"]
   std::string summary_en;          // the docstring's first line
