@@ -51,6 +51,10 @@ struct DataflowOp {
   uint32_t begin = 0;
   uint32_t end = 0;
   std::string condition;     // enclosing if-conditions and loops, "" at top level
+  // The `self` the op's code sees in an inlined forward: "self" for the
+  // class's own code, "self.self_attn" inside an inlined submodule forward,
+  // so an op can be told apart by the module whose code emitted it.
+  std::string scope = "self";
 };
 
 struct DataflowValue {

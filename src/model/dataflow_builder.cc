@@ -101,6 +101,7 @@ class Builder {
       op.end = at->end;
     }
     op.condition = condition_text();
+    op.scope = self_path_;
     g_.ops.push_back(op);
     for (int i = 0; i < n_out; ++i) {
       int v = new_value("", op.id);
