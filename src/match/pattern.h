@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "match/match_options.h"
 #include "model/dataflow.h"
 #include "rules/rule.h"
 
@@ -17,9 +18,15 @@ struct Pattern {
   model::FunctionDataflow graph;        // the search function's dataflow
   std::vector<std::string> parameters;  // in order; the names `replace` takes too
   std::vector<int> anchors;             // value ids returned (several for a tuple return)
+  RuleMatchOptions options;             // from RULE["match"]
+  int steps = 0;                        // ops a match must cover (casts, inputs and constants not counted)
 };
 
-// One pattern per `search*` function of the rule, in file order.
+// One pattern per `search*` function of the rule, in file order. Throws
+// rules::RuleError when RULE["match"] is malformed or names a parameter or a
+// returned value the search functions do not have.
 std::vector<Pattern> compile_rule(const rules::Rule& rule);
+// Every rule's patterns, rule after rule.
+std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules);
 
 }  // namespace npufuse::match

@@ -1,0 +1,71 @@
+// A rule's search functions as dataflow patterns.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "match/pattern.h"
+#include "match/value_view.h"
+#include "rules/ruleset.h"
+
+namespace npufuse::match {
+
+namespace {
+
+// Ops a match must cover, walking back from the anchors the way the matcher
+// does: casts are passed through (their dtype argument is not part of the
+// computation), inputs and literals are where the walk stops.
+int count_steps(const model::FunctionDataflow& g, const std::vector<int>& anchors) {
+  std::set<int> seen;
+  std::vector<int> todo(anchors.begin(), anchors.end());
+  while (!todo.empty()) {
+    int v = through_casts(g, todo.back());
+    todo.pop_back();
+    if (constant_of(g, v)) continue;
+    const model::DataflowOp& op = g.producer_of(v);
+    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant) continue;
+    if (!seen.insert(op.id).second) continue;
+    for (int in : op.inputs) todo.push_back(in);
+  }
+  return static_cast<int>(seen.size());
+}
+
+}  // namespace
+
+std::vector<Pattern> compile_rule(const rules::Rule& rule) {
+  std::vector<Pattern> out;
+  if (!rule.sources || !rule.file) return out;
+  RuleMatchOptions options = parse_match_options(rule);
+  for (const frontend::ast::FunctionDef* fn : rule.searches) {
+    Pattern p;
+    p.rule = &rule;
+    p.alternative = std::string(fn->name);
+    p.graph = model::build_dataflow(*rule.sources, *rule.file, *fn);
+    for (const model::DataflowOp& op : p.graph.ops)
+      if (op.cls == model::OpClass::Input && !op.attrs.empty()) p.parameters.push_back(op.attrs[0]);
+    p.anchors = p.graph.returns;
+    p.options = options;
+    p.steps = count_steps(p.graph, p.anchors);
+    for (const AnchorUse& use : options.anchor_uses)
+      if (use.anchor >= p.anchors.size())
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: anchor_uses names returned value {} but {} returns {}",
+                                           rule.path, use.anchor, p.alternative, p.anchors.size()));
+    for (const auto& [param, _] : options.not_from)
+      if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: not_from names \"{}\", which is no parameter of {}",
+                                           rule.path, param, p.alternative));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules) {
+  std::vector<Pattern> out;
+  for (const rules::Rule& r : rules) {
+    std::vector<Pattern> ps = compile_rule(r);
+    for (Pattern& p : ps) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace npufuse::match

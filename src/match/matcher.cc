@@ -1,0 +1,246 @@
+// match_patterns: every pattern tried from every model op that could compute
+// its first returned value; successes become matches (escapes, spans,
+// hints), the deepest failures near-misses.
+#include "match/matcher.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "match/graph_matcher.h"
+#include "match/op_signature.h"
+#include "match/target_index.h"
+#include "match/value_view.h"
+
+namespace npufuse::match {
+
+namespace {
+
+using model::DataflowOp;
+using model::FunctionDataflow;
+
+std::vector<model::SourceSpan> spans_of(const FunctionDataflow& g, const std::vector<int>& ops) {
+  std::vector<model::SourceSpan> spans;
+  for (int id : ops) {
+    const DataflowOp& op = g.ops[static_cast<size_t>(id)];
+    if (op.line <= 0) continue;
+    std::string file = op.file ? op.file->path : (g.file ? g.file->path : "");
+    auto it = std::find_if(spans.begin(), spans.end(), [&](const model::SourceSpan& s) { return s.file == file; });
+    if (it == spans.end()) {
+      spans.push_back({file, op.line, std::max(op.line, op.end_line)});
+    } else {
+      it->line = std::min(it->line, op.line);
+      it->end_line = std::max(it->end_line, std::max(op.line, op.end_line));
+    }
+  }
+  return spans;
+}
+
+// Readers of `v` that count as uses: metadata reads do not.
+std::vector<int> real_readers(const TargetIndex& t, int v) {
+  std::vector<int> out;
+  for (int r : t.readers[static_cast<size_t>(v)])
+    if (!is_metadata_read(t.g.ops[static_cast<size_t>(r)])) out.push_back(r);
+  return out;
+}
+
+// The ops a match covers: the paired ops, the casts and views passed between
+// them, and the casts/views leading to a parameter's value when nothing
+// outside the match reads them.
+std::vector<int> covered_ops(const TargetIndex& t, const Attempt& a) {
+  std::set<int> ops;
+  for (int id : a.op_map)
+    if (id >= 0) ops.insert(id);
+  ops.insert(a.passed.begin(), a.passed.end());
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int id : a.binding_passed) {
+      if (ops.count(id)) continue;
+      const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
+      bool inside = !op.outputs.empty();
+      for (int v : op.outputs) {
+        if (t.returned[static_cast<size_t>(v)]) inside = false;
+        for (int r : real_readers(t, v))
+          if (!ops.count(r)) inside = false;
+      }
+      if (inside) grew = ops.insert(id).second || grew;
+    }
+  }
+  return {ops.begin(), ops.end()};
+}
+
+std::string use_text(const FunctionDataflow& g, const DataflowOp& reader, int v) {
+  if (reader.name == "setattr" && !reader.attrs.empty()) return "stored on " + reader.attrs[0];
+  if (reader.name == "setitem" && reader.inputs.size() == 3 && reader.inputs[2] == v)
+    return fmt::format("written into {} at {}", g.values[static_cast<size_t>(reader.inputs[0])].name, where(reader));
+  return fmt::format("read by {} at {}", describe_op(reader), where(reader));
+}
+
+std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors) {
+  std::vector<Escape> out;
+  std::set<int> inside(ops.begin(), ops.end());
+  for (int id : ops) {
+    const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
+    for (int v : op.outputs) {
+      if (std::find(anchors.begin(), anchors.end(), v) != anchors.end()) continue;
+      for (int r : real_readers(t, v)) {
+        if (inside.count(r)) continue;
+        const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
+        out.push_back({v, r, use_text(t.g, reader, v), reader.line});
+      }
+      if (t.returned[static_cast<size_t>(v)]) out.push_back({v, -1, "returned", op.line});
+    }
+  }
+  return out;
+}
+
+// RULE["match"] anchor_uses: who else may read a returned value. Reads
+// through casts and layout views count as reads of the value itself.
+std::string anchor_use_violation(const TargetIndex& t, const Pattern& p, const std::vector<int>& ops,
+                                 const std::vector<int>& anchors) {
+  std::set<int> inside(ops.begin(), ops.end());
+  for (const AnchorUse& use : p.options.anchor_uses) {
+    int v0 = anchors[use.anchor];
+    if (v0 < 0) continue;
+    std::vector<int> todo = {v0};
+    std::set<int> seen;
+    while (!todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (!seen.insert(v).second) continue;
+      if (t.returned[static_cast<size_t>(v)] && !use.allow.count("return"))
+        return fmt::format("returned value {} is also returned by the function", use.anchor);
+      for (int r : real_readers(t, v)) {
+        if (inside.count(r)) continue;
+        const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
+        if (use.allow.count(reader.name)) continue;
+        if (reader.cls == model::OpClass::Cast || is_layout_view(reader.name)) {
+          todo.insert(todo.end(), reader.outputs.begin(), reader.outputs.end());
+          continue;
+        }
+        return fmt::format("returned value {} ({}) is also {}", use.anchor, t.g.values[static_cast<size_t>(v0)].name,
+                           use_text(t.g, reader, v));
+      }
+    }
+  }
+  return {};
+}
+
+std::vector<std::string> hints_for(const Pattern& p, const FunctionDataflow& target) {
+  std::vector<std::string> out;
+  if (!p.rule) return out;
+  std::string owner = target.function.substr(0, target.function.find('.'));
+  for (const std::string& name : p.rule->hint_class_names)
+    if (!name.empty() && owner.find(name) != std::string::npos) out.push_back("class " + owner);
+  return out;
+}
+
+bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] == b[j]) return true;
+    if (a[i] < b[j]) ++i;
+    else ++j;
+  }
+  return false;
+}
+
+std::string rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
+
+}  // namespace
+
+MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionDataflow& target, const MatchOptions& options) {
+  MatchResult result;
+  TargetIndex index(target);
+  std::vector<Match> found;
+  std::vector<NearMissTrace> misses;
+  for (const Pattern& p : patterns) {
+    int start = start_op(p);
+    if (start < 0) continue;
+    for (int cand : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name)) {
+      Attempt a = attempt_match(p, index, cand);
+      std::vector<int> ops;
+      if (a.ok) {
+        ops = covered_ops(index, a);
+        std::string violation = anchor_use_violation(index, p, ops, a.anchors);
+        if (!violation.empty()) {
+          a.ok = false;
+          a.reason = violation;
+          a.failed_at = cand;
+        }
+      }
+      if (!a.ok) {
+        if (p.steps > 0 && a.matched >= options.near_miss_min_share * p.steps) {
+          NearMissTrace n;
+          n.pattern = &p;
+          n.anchor_op = cand;
+          n.matched_steps = a.matched;
+          n.pattern_steps = p.steps;
+          n.reason = a.reason;
+          n.trace = a.trace;
+          std::vector<int> touched;
+          for (int id : a.op_map)
+            if (id >= 0) touched.push_back(id);
+          if (a.failed_at >= 0) touched.push_back(a.failed_at);
+          std::sort(touched.begin(), touched.end());
+          n.spans = spans_of(target, touched);
+          misses.push_back(std::move(n));
+        }
+        continue;
+      }
+      Match m;
+      m.pattern = &p;
+      m.target = &target;
+      m.ops = ops;
+      m.anchors = a.anchors;
+      for (size_t i = 0; i < p.parameters.size() && i < a.binding.size(); ++i) {
+        Binding b{p.parameters[i], a.binding[i], ""};
+        if (b.value >= 0) {
+          const DataflowOp& producer = target.producer_of(b.value);
+          const std::string& name = target.values[static_cast<size_t>(b.value)].name;
+          b.text = producer.cls == model::OpClass::Attribute && producer.inputs.empty() ? producer.name
+                   : producer.cls == model::OpClass::Constant && !producer.attrs.empty() ? producer.attrs[0]
+                   : !name.empty() ? name
+                   : describe_op(producer);
+        }
+        m.bindings.push_back(std::move(b));
+      }
+      m.escapes = escapes_of(index, ops, a.anchors);
+      m.spans = spans_of(target, ops);
+      m.hints = hints_for(p, target);
+      m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
+      if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);
+      found.push_back(std::move(m));
+    }
+  }
+
+  // One match per place and rule: the widest, then the first alternative.
+  std::stable_sort(found.begin(), found.end(), [](const Match& a, const Match& b) { return a.ops.size() > b.ops.size(); });
+  for (Match& m : found) {
+    bool clash = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& k) {
+      return rule_id(*k.pattern) == rule_id(*m.pattern) && overlaps(k.ops, m.ops);
+    });
+    if (!clash) result.matches.push_back(std::move(m));
+  }
+  std::sort(result.matches.begin(), result.matches.end(), [](const Match& a, const Match& b) {
+    return std::make_pair(a.ops.front(), rule_id(*a.pattern)) < std::make_pair(b.ops.front(), rule_id(*b.pattern));
+  });
+
+  // Near-misses: not where the same rule matched; one per rule and start op, the deepest.
+  std::stable_sort(misses.begin(), misses.end(),
+                   [](const NearMissTrace& a, const NearMissTrace& b) { return a.matched_steps * b.pattern_steps > b.matched_steps * a.pattern_steps; });
+  for (NearMissTrace& n : misses) {
+    const std::string id = rule_id(*n.pattern);
+    bool matched_here = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& m) {
+      return rule_id(*m.pattern) == id && std::binary_search(m.ops.begin(), m.ops.end(), n.anchor_op);
+    });
+    bool seen = std::any_of(result.near_misses.begin(), result.near_misses.end(), [&](const NearMissTrace& k) {
+      return rule_id(*k.pattern) == id && k.anchor_op == n.anchor_op;
+    });
+    if (!matched_here && !seen) result.near_misses.push_back(std::move(n));
+  }
+  return result;
+}
+
+}  // namespace npufuse::match

@@ -1,0 +1,28 @@
+#include "match/target_index.h"
+
+namespace npufuse::match {
+
+TargetIndex::TargetIndex(const model::FunctionDataflow& graph) : g(graph) {
+  readers.resize(g.values.size());
+  returned.assign(g.values.size(), 0);
+  for (const model::DataflowOp& op : g.ops) {
+    by_name[op.name].push_back(op.id);
+    for (int in : op.inputs) {
+      auto& r = readers[static_cast<size_t>(in)];
+      if (r.empty() || r.back() != op.id) r.push_back(op.id);
+    }
+  }
+  for (int v : g.returns) returned[static_cast<size_t>(v)] = 1;
+}
+
+const std::vector<int>& TargetIndex::ops_named(const std::string& name) const {
+  static const std::vector<int> none;
+  auto it = by_name.find(name);
+  return it == by_name.end() ? none : it->second;
+}
+
+bool is_metadata_read(const model::DataflowOp& op) {
+  return op.cls == model::OpClass::Attribute && (op.name == "shape" || op.name == "dtype" || op.name == "device");
+}
+
+}  // namespace npufuse::match

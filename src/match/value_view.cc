@@ -1,0 +1,81 @@
+#include "match/value_view.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "match/op_signature.h"
+
+namespace npufuse::match {
+
+int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* passed) {
+  while (v >= 0) {
+    const model::DataflowOp& op = g.producer_of(v);
+    if (op.cls != model::OpClass::Cast || op.inputs.empty()) break;
+    if (passed) passed->push_back(op.id);
+    v = op.inputs[0];
+  }
+  return v;
+}
+
+int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed) {
+  while (v >= 0) {
+    const model::DataflowOp& op = g.producer_of(v);
+    bool skip = (op.cls == model::OpClass::Cast || is_layout_view(op.name)) && !op.inputs.empty() && op.outputs.size() == 1;
+    if (!skip) break;
+    if (passed) passed->push_back(op.id);
+    v = op.inputs[0];
+  }
+  return v;
+}
+
+bool ConstantValue::operator==(const ConstantValue& o) const {
+  if (numeric != o.numeric) return false;
+  if (!numeric) return text == o.text;
+  if (number == o.number) return true;
+  return std::fabs(number - o.number) <= 1e-12 * std::max(std::fabs(number), std::fabs(o.number));
+}
+
+std::string ConstantValue::str() const { return numeric ? fmt::format("{}", number) : text; }
+
+std::optional<ConstantValue> constant_of(const model::FunctionDataflow& g, int v) {
+  v = through_casts(g, v);
+  const model::DataflowOp& op = g.producer_of(v);
+  if (op.name == "neg" && op.inputs.size() == 1) {
+    auto inner = constant_of(g, op.inputs[0]);
+    if (!inner || !inner->numeric) return std::nullopt;
+    inner->number = -inner->number;
+    return inner;
+  }
+  if (op.cls != model::OpClass::Constant || op.attrs.empty()) return std::nullopt;
+  ConstantValue c;
+  c.text = op.attrs[0];
+  std::string digits;
+  for (char ch : c.text)
+    if (ch != '_') digits += ch;
+  char* end = nullptr;
+  double d = std::strtod(digits.c_str(), &end);
+  if (!digits.empty() && end == digits.c_str() + digits.size() && (std::isdigit(static_cast<unsigned char>(digits[0])) || digits[0] == '.')) {
+    c.numeric = true;
+    c.number = d;
+  }
+  return c;
+}
+
+std::string where(const model::DataflowOp& op) {
+  std::string file = op.file ? op.file->path : "?";
+  if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+  return fmt::format("{}:{}", file, op.line);
+}
+
+std::string describe_op(const model::DataflowOp& op) {
+  std::string name = op.name;
+  if ((op.name == "global" || op.name == "getattr") && !op.attrs.empty()) name += " " + op.attrs[0];
+  if (op.cls == model::OpClass::Constant && !op.attrs.empty()) return "constant " + op.attrs[0];
+  if (op.cls == model::OpClass::Input && !op.attrs.empty()) return "input " + op.attrs[0];
+  if (op.cls == model::OpClass::Attribute && op.inputs.empty() && op.name != "global") return op.name;
+  return name + "(...)";
+}
+
+}  // namespace npufuse::match

@@ -1,0 +1,33 @@
+#pragma once
+// Looking at a dataflow value the way the matcher does: through casts (and,
+// on the model side, through layout-only views), and as a constant when it is
+// a literal or a negated literal.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/dataflow.h"
+
+namespace npufuse::match {
+
+// The value a cast chain starts from; the casts passed are appended to `passed`.
+int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);
+// Through casts and layout-only views (contiguous, view, reshape, ...).
+int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);
+
+// A literal's value: numbers compare by value (`2` == `2.0`, `-1` == `neg(1)`),
+// anything else by its text ("None", "True", "'bias'").
+struct ConstantValue {
+  bool numeric = false;
+  double number = 0;
+  std::string text;
+  bool operator==(const ConstantValue& o) const;
+  std::string str() const;
+};
+std::optional<ConstantValue> constant_of(const model::FunctionDataflow& g, int v);
+
+// "mean(...) at model.py:53" for messages.
+std::string describe_op(const model::DataflowOp& op);
+std::string where(const model::DataflowOp& op);
+
+}  // namespace npufuse::match

@@ -1,0 +1,97 @@
+// The rule fixtures are the matcher's specification: every
+// `# expect-match: <id>` file must match that rule somewhere, every
+// `<rule>_nomatch_*` file must not match <rule>, and for those a near-miss of
+// the rule must tell the user why.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "match_support.h"
+
+namespace npufuse::match {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct FixtureOutcome {
+  std::string file;        // relative to rules/
+  std::string expect;      // "match" or "no-match"
+  std::string rule;        // the rule the expectation is about
+  std::set<std::string> matched;
+  std::map<std::string, std::string> near;  // rule -> first near-miss reason
+};
+
+std::string first_line(const fs::path& p) {
+  std::ifstream in(p);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::vector<fs::path> fixture_files() {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::recursive_directory_iterator(std::string(NPUFUSE_SOURCE_DIR) + "/rules"))
+    if (e.is_regular_file() && e.path().extension() == ".py" && e.path().parent_path().filename() == "fixtures") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+FixtureOutcome run_fixture(const fs::path& path) {
+  FixtureOutcome o;
+  o.file = fs::relative(path, std::string(NPUFUSE_SOURCE_DIR) + "/rules").string();
+  std::string head = first_line(path);
+  std::string family = path.parent_path().parent_path().filename().string();
+  std::string stem = path.stem().string();
+  if (head.rfind("# expect-match:", 0) == 0) {
+    o.expect = "match";
+    o.rule = head.substr(head.find(':') + 1);
+    o.rule.erase(0, o.rule.find_first_not_of(' '));
+  } else {
+    o.expect = "no-match";
+    o.rule = family + "." + stem.substr(0, stem.find("_nomatch_"));
+  }
+  auto graphs = testing::load_graphs(path.string());
+  for (const model::FunctionDataflow& g : graphs->graphs) {
+    MatchResult r = match_patterns(testing::compiled_rules().patterns, g);
+    for (const Match& m : r.matches) o.matched.insert(m.pattern->rule->id);
+    for (const NearMissTrace& n : r.near_misses) o.near.emplace(n.pattern->rule->id, n.reason);
+  }
+  return o;
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const std::string& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? "-" : out;
+}
+
+TEST(Fixtures, EveryFixtureMeetsItsExpectation) {
+  std::vector<FixtureOutcome> all;
+  for (const fs::path& p : fixture_files()) all.push_back(run_fixture(p));
+  ASSERT_GT(all.size(), 100u);
+  std::string matrix;
+  int wrong = 0;
+  for (const FixtureOutcome& o : all) {
+    bool ok;
+    std::string detail;
+    if (o.expect == "match") {
+      ok = o.matched.count(o.rule) > 0;
+      if (!ok && o.near.count(o.rule)) detail = " near-miss: " + o.near.at(o.rule);
+    } else {
+      bool near = o.near.count(o.rule) > 0;
+      ok = !o.matched.count(o.rule) && near;
+      detail = near ? " near-miss: " + o.near.at(o.rule) : " (no near-miss)";
+    }
+    if (ok) continue;
+    ++wrong;
+    matrix += "  " + o.file + "  expect " + o.expect + " " + o.rule + "  matched: " + join(o.matched) + detail + "\n";
+  }
+  EXPECT_EQ(wrong, 0) << wrong << " of " << all.size() << " fixtures wrong:\n" << matrix;
+}
+
+}  // namespace
+}  // namespace npufuse::match

@@ -1,0 +1,72 @@
+#pragma once
+// Shared by the matcher tests: every rule in rules/ compiled once, and the
+// graphs a Python file offers to the matcher (each module-level function's
+// dataflow and each class's inlined forward).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "match/matcher.h"
+#include "match/pattern.h"
+#include "model/dataflow.h"
+#include "model/evaluator.h"
+#include "model/module_roles.h"
+#include "model/source_set.h"
+#include "rules/ruleset.h"
+
+namespace npufuse::match::testing {
+
+struct CompiledRules {
+  rules::RuleSet set;
+  std::vector<Pattern> patterns;
+};
+
+inline const CompiledRules& compiled_rules() {
+  static const CompiledRules* rules = [] {
+    auto* r = new CompiledRules{
+        rules::RuleSet::load(rules::directory_rule_files(std::string(NPUFUSE_SOURCE_DIR) + "/rules"), "rules"), {}};
+    r->patterns = compile_rules(r->set.rules());
+    return r;
+  }();
+  return *rules;
+}
+
+inline std::vector<Pattern> patterns_of(const std::string& rule_id) {
+  std::vector<Pattern> out;
+  for (const Pattern& p : compiled_rules().patterns)
+    if (p.rule->id == rule_id) out.push_back(p);
+  return out;
+}
+
+struct Graphs {
+  model::SourceSet sources;
+  model::ModelConfig config;
+  model::ConfigSchema schema;
+  std::vector<model::FunctionDataflow> graphs;
+};
+
+// Module-level functions and, when `classes` is empty, every class with a
+// forward; otherwise only the classes named.
+inline std::unique_ptr<Graphs> load_graphs(const std::string& path, const std::vector<std::string>& classes = {}) {
+  auto r = std::make_unique<Graphs>(Graphs{model::SourceSet::load({path}), model::ModelConfig(), {}, {}});
+  r->schema = model::ConfigSchema::discover(r->sources);
+  model::Evaluator ev(r->sources, r->config, r->schema);
+  model::RoleTable roles = model::RoleTable::infer(r->sources, ev);
+  model::RoleTableSubmodules lookup(roles);
+  const model::ModelFile& file = *r->sources.files().front();
+  if (classes.empty()) {
+    for (const frontend::ast::stmt* s : file.parsed->module->body)
+      if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s)) r->graphs.push_back(model::build_dataflow(r->sources, file, *fn));
+    for (const model::ClassDecl& cls : r->sources.classes()) {
+      model::FunctionDataflow g = model::build_inlined_forward(r->sources, cls, lookup);
+      if (!g.ops.empty()) r->graphs.push_back(std::move(g));
+    }
+  } else {
+    for (const std::string& name : classes)
+      if (const model::ClassDecl* cls = r->sources.find_class(name))
+        r->graphs.push_back(model::build_inlined_forward(r->sources, *cls, lookup));
+  }
+  return r;
+}
+
+}  // namespace npufuse::match::testing
