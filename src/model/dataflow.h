@@ -10,8 +10,14 @@
 // `transpose`, slices, ...) are kept as ops and marked, so a matcher can see
 // through them. build_dataflow keeps calls of submodules and helpers as
 // single ops (`self.q_proj`, `call:rotate_half`); build_inlined_forward
-// splices their bodies in.
+// splices their bodies in. A local that holds a function
+// (`attention_interface = eager_attention_forward`, or an entry of a dispatch
+// table) is followed: every function it may hold is inlined under the
+// condition that binds it and the results meet in a phi; a target not known
+// statically stays an opaque call marked unresolved.
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/init_attributes.h"
@@ -55,6 +61,10 @@ struct DataflowOp {
   // class's own code, "self.self_attn" inside an inlined submodule forward,
   // so an op can be told apart by the module whose code emitted it.
   std::string scope = "self";
+  // A call whose target is not known statically (a dispatch table that is
+  // imported, or keyed by a value no config gives): kept opaque, and why.
+  bool unresolved = false;
+  std::string unresolved_reason;
 };
 
 struct DataflowValue {
@@ -73,6 +83,8 @@ struct FunctionDataflow {
   // Ops that read value `v`.
   std::vector<int> consumers(int v) const;
   const DataflowOp& producer_of(int v) const { return ops[static_cast<size_t>(values[static_cast<size_t>(v)].producer)]; }
+  // Ops whose callee could not be resolved statically.
+  std::vector<int> unresolved_calls() const;
   // One line per op: "v3 = pow(v1, v2) [compute] @12".
   std::string dump() const;
 };
@@ -88,6 +100,9 @@ class SubmoduleLookup {
   // the op it computes ("silu"), "activation[<key>]" when the key is not known,
   // empty when the attribute is not such a callable.
   virtual std::string callable_op(const ClassDecl& owner, std::string_view attribute) const { return {}; }
+  // A config field by key, for keys of dispatch tables (`self.config._attn_implementation`);
+  // null when absent or when no config is loaded.
+  virtual const nlohmann::json* config_field(std::string_view key) const { return nullptr; }
 };
 
 // A class's forward with own methods, module-level helpers and local

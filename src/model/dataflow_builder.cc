@@ -7,6 +7,7 @@
 
 #include "model/ast_walk.h"
 #include "model/dataflow.h"
+#include "model/dispatch_table.h"
 #include "model/forward_census.h"
 #include "model/op_names.h"
 
@@ -45,6 +46,25 @@ const char* compare_name(ast::cmpop op) {
     case ast::cmpop::NotIn: return "not_in";
   }
   return "compare";
+}
+
+// One function a local may hold when it is called: a function of the
+// analysed files, or an unresolved target (its text and why), bound under
+// `guard` (the condition of the branch that bound it, "" when unconditional).
+struct Callee {
+  const FunctionDecl* fn = nullptr;
+  std::string text;
+  std::string why_unresolved;
+  std::string guard;
+
+  bool operator==(const Callee& o) const { return fn == o.fn && text == o.text && guard == o.guard; }
+};
+using CalleeEnv = std::map<std::string, std::vector<Callee>>;
+
+std::string join_guard(const std::string& outer, const std::string& inner) {
+  if (outer.empty()) return inner;
+  if (inner.empty()) return outer;
+  return outer + " and " + inner;
 }
 
 class Builder {
@@ -123,6 +143,7 @@ class Builder {
 
   void bind(const std::string& name, int value) {
     env_[name] = value;
+    callees_.erase(name);
     if (g_.values[static_cast<size_t>(value)].name.empty()) g_.values[static_cast<size_t>(value)].name = name;
   }
 
@@ -130,6 +151,14 @@ class Builder {
     std::string id(n->id);
     auto it = env_.find(id);
     if (it != env_.end()) return it->second;
+    if (id == "self" && cls_) {
+      // `self` handed to a helper (eager_attention_forward(self, ...)): the
+      // helper's `module.X` reads are this module's attributes.
+      int v = emit_value(self_path_, OpClass::Attribute, {}, {}, n);
+      self_values_[v] = self_path_;
+      env_[id] = v;
+      return v;
+    }
     // A module-level or builtin name read for the first time.
     int v = emit_value("global", OpClass::Attribute, {}, {id}, n);
     env_[id] = v;
@@ -145,9 +174,15 @@ class Builder {
   void statement(const ast::stmt* s) {
     if (auto* a = ast::as<ast::Assign>(s)) {
       int v = expr(a->value);
-      for (const ast::expr* t : a->targets) store(t, v, s);
+      for (const ast::expr* t : a->targets) {
+        store(t, v, s);
+        remember_callees(t, a->value);
+      }
     } else if (auto* an = ast::as<ast::AnnAssign>(s)) {
-      if (an->value) store(an->target, expr(an->value), s);
+      if (an->value) {
+        store(an->target, expr(an->value), s);
+        remember_callees(an->target, an->value);
+      }
     } else if (auto* au = ast::as<ast::AugAssign>(s)) {
       int target = expr(au->target);
       int value = expr(au->value);
@@ -195,11 +230,14 @@ class Builder {
     (void)test;
     std::string cond(file_->text_of(i->test));
     auto before = env_;
+    CalleeEnv callees_before = callees_;
     conditions_.push_back(cond);
     statements(i->body);
     conditions_.pop_back();
     auto after_then = env_;
+    CalleeEnv callees_then = callees_;
     env_ = before;
+    callees_ = callees_before;
     if (!i->orelse.empty()) {
       conditions_.push_back("not (" + cond + ")");
       statements(i->orelse);
@@ -207,16 +245,122 @@ class Builder {
     }
     auto after_else = env_;
     merge(before, after_then, after_else, i);
+    merge_callees(callees_then, callees_, cond, "not (" + cond + ")");
   }
 
   template <class Body>
   void loop(const std::string& header, const ast::stmt* s, Body body) {
     auto before = env_;
+    CalleeEnv callees_before = callees_;
     conditions_.push_back(header);
     body();
     conditions_.pop_back();
     auto after = env_;
     merge(before, after, before, s);
+    merge_callees(callees_, callees_before, header, "");
+  }
+
+  // ---- function-valued locals ------------------------------------------
+
+  // `name = <expr>`: the functions <expr> may be, remembered for a later call of `name`.
+  void remember_callees(const ast::expr* target, const ast::expr* value) {
+    auto* n = ast::as<ast::Name>(target);
+    if (!n) return;
+    std::vector<Callee> alts = callees_of(value);
+    if (alts.empty()) callees_.erase(std::string(n->id));
+    else callees_[std::string(n->id)] = std::move(alts);
+  }
+
+  std::vector<Callee> callees_of(const ast::expr* e) {
+    if (auto* n = ast::as<ast::Name>(e)) {
+      std::string id(n->id);
+      if (env_.count(id)) {
+        auto it = callees_.find(id);
+        return it == callees_.end() ? std::vector<Callee>{} : it->second;
+      }
+      if (const FunctionDecl* f = sources_.find_function(id)) return {Callee{f, id, "", ""}};
+      return {};
+    }
+    if (auto* s = ast::as<ast::Subscript>(e)) {
+      auto* table = ast::as<ast::Name>(s->value);
+      if (!table || env_.count(std::string(table->id))) return {};
+      return {dispatch_callee(*s)};
+    }
+    if (auto* i = ast::as<ast::IfExp>(e)) {
+      std::string cond(file_->text_of(i->test));
+      std::vector<Callee> out;
+      for (Callee c : callees_of(i->body)) {
+        c.guard = join_guard(cond, c.guard);
+        out.push_back(std::move(c));
+      }
+      for (Callee c : callees_of(i->orelse)) {
+        c.guard = join_guard("not (" + cond + ")", c.guard);
+        out.push_back(std::move(c));
+      }
+      return out;
+    }
+    return {};
+  }
+
+  Callee dispatch_callee(const ast::Subscript& s) {
+    ConfigFieldReader config = [this](std::string_view key) { return lookup_ ? lookup_->config_field(key) : nullptr; };
+    DispatchTarget t = resolve_dispatch(sources_, *file_, s, config);
+    Callee c;
+    c.fn = t.function;
+    c.text = t.function ? std::string(t.function->node->name) : std::string(file_->text_of(&s));
+    c.why_unresolved = t.why_unresolved;
+    return c;
+  }
+
+  // After a branch: a local bound to different functions on the two paths may
+  // hold either, each under the condition of its path.
+  void merge_callees(const CalleeEnv& a, const CalleeEnv& b, const std::string& cond_a, const std::string& cond_b) {
+    CalleeEnv result;
+    std::set<std::string> names;
+    for (const auto& [k, v] : a) names.insert(k);
+    for (const auto& [k, v] : b) names.insert(k);
+    for (const std::string& n : names) {
+      auto ia = a.find(n), ib = b.find(n);
+      if (ia != a.end() && ib != b.end() && ia->second == ib->second) {
+        result[n] = ia->second;
+        continue;
+      }
+      std::vector<Callee> alts;
+      if (ia != a.end())
+        for (Callee c : ia->second) alts.push_back({c.fn, c.text, c.why_unresolved, join_guard(cond_a, c.guard)});
+      if (ib != b.end())
+        for (Callee c : ib->second) alts.push_back({c.fn, c.text, c.why_unresolved, join_guard(cond_b, c.guard)});
+      result[n] = std::move(alts);
+    }
+    callees_ = std::move(result);
+  }
+
+  // A call through a function-valued local or a table lookup: each function
+  // it may reach inlined under the condition that picks it, unresolved
+  // targets kept as opaque calls; several results meet in a phi.
+  int dispatch_call(const std::vector<Callee>& alts, int callee_value, const std::vector<int>& ins,
+                    const std::vector<std::string>& labels, const ast::Call* c) {
+    std::vector<int> results;
+    for (const Callee& alt : alts) {
+      if (!alt.guard.empty()) conditions_.push_back(alt.guard);
+      if (alt.fn && can_inline(alt.fn->node)) {
+        results.push_back(inline_function(*alt.fn->node, *alt.fn->file, ins, labels, self_path_, cls_, c));
+      } else {
+        std::vector<int> args = ins;
+        std::vector<std::string> arg_labels = labels;
+        args.insert(args.begin(), callee_value);
+        arg_labels.insert(arg_labels.begin(), "callee=");
+        int op = emit("call:" + alt.text, OpClass::Call, args, arg_labels, 1, c);
+        if (!alt.fn) {
+          g_.ops[static_cast<size_t>(op)].unresolved = true;
+          g_.ops[static_cast<size_t>(op)].unresolved_reason = alt.why_unresolved;
+        }
+        results.push_back(g_.ops[static_cast<size_t>(op)].outputs[0]);
+      }
+      if (!alt.guard.empty()) conditions_.pop_back();
+    }
+    if (results.size() == 1) return results[0];
+    return emit_value("phi", OpClass::Structure, results, {}, c);
   }
 
   // Names bound differently on two paths get a phi after the join.
@@ -353,6 +497,12 @@ class Builder {
     std::string attr(a->attr);
     if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self")
       return emit_value(self_path_ + "." + attr, OpClass::Attribute, {}, {}, a);
+    if (auto* n = ast::as<ast::Name>(a->value)) {
+      auto bound = env_.find(std::string(n->id));
+      if (bound != env_.end())
+        if (auto alias = self_values_.find(bound->second); alias != self_values_.end())
+          return emit_value(alias->second + "." + attr, OpClass::Attribute, {}, {}, a);
+    }
     if (auto* n = ast::as<ast::Name>(a->value); n && !env_.count(std::string(n->id))) {
       // torch.float32, math.pi: a module attribute, not a value read.
       std::string q = sources_.qualified_name(*file_, a);
@@ -419,6 +569,12 @@ class Builder {
         labels.insert(labels.begin(), "index=");
         return emit_value(self_path_ + "." + std::string(a->attr) + "[]", OpClass::Module, ins, labels, c);
       }
+      auto* table = ast::as<ast::Name>(s->value);
+      if (lookup_ && table && !env_.count(std::string(table->id))) {
+        int callee = expr(func);
+        arguments(c, ins, labels);
+        return dispatch_call({dispatch_callee(*s)}, callee, ins, labels, c);
+      }
       ins.push_back(expr(func));
       labels.push_back("callee=");
       arguments(c, ins, labels);
@@ -427,6 +583,12 @@ class Builder {
     if (auto* n = ast::as<ast::Name>(func)) {
       std::string id(n->id);
       if (env_.count(id)) {
+        if (auto held = callees_.find(id); lookup_ && held != callees_.end() && !held->second.empty()) {
+          std::vector<Callee> alts = held->second;
+          int callee = env_[id];
+          arguments(c, ins, labels);
+          return dispatch_call(alts, callee, ins, labels, c);
+        }
         // A local holding a function (attention_interface = ...): kept opaque, callee first.
         ins.push_back(env_[id]);
         labels.push_back("callee=");
@@ -500,6 +662,8 @@ class Builder {
                       const std::vector<std::string>& labels, const std::string& self_path, const ClassDecl* cls,
                       const ast::Call* c) {
     auto saved_env = env_;
+    CalleeEnv saved_callees = std::move(callees_);
+    callees_.clear();
     auto saved_returns = std::move(return_sets_);
     const ModelFile* saved_file = file_;
     std::string saved_path = self_path_;
@@ -551,6 +715,7 @@ class Builder {
 
     stack_.pop_back();
     env_ = std::move(saved_env);
+    callees_ = std::move(saved_callees);
     return_sets_ = std::move(saved_returns);
     file_ = saved_file;
     self_path_ = saved_path;
@@ -579,6 +744,8 @@ class Builder {
   std::vector<const ast::FunctionDef*> stack_;
   std::vector<std::vector<int>> return_sets_;
   std::map<std::string, int> env_;
+  CalleeEnv callees_;                    // locals that hold functions
+  std::map<int, std::string> self_values_;  // values that are a module (`self` passed on), with its path
   std::vector<std::string> conditions_;
 };
 
