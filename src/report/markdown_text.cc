@@ -1,0 +1,31 @@
+#include "report/markdown_text.h"
+
+namespace npufuse::report {
+
+std::string one_line(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) out += (ch == '\n' || ch == '\r') ? ' ' : ch;
+  return out;
+}
+
+std::string cell(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : one_line(s)) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+}  // namespace npufuse::report
