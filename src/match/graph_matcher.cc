@@ -209,6 +209,7 @@ class Walk {
     // asks for that very view here.
     std::vector<int> passed;
     for (;;) {
+      tv = through_packing(tg_, tv);
       const DataflowOp& op = tg_.producer_of(tv);
       bool skip = op.cls == OpClass::Cast || (is_layout_view(op.name) && op.name != P.name);
       if (!skip || op.inputs.empty() || op.outputs.size() != 1) break;

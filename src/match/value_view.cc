@@ -4,13 +4,37 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 
 #include "match/op_signature.h"
 
 namespace npufuse::match {
 
+int through_packing(const model::FunctionDataflow& g, int v) {
+  for (;;) {
+    const model::DataflowOp& op = g.producer_of(v);
+    int index = -1;
+    int packed = -1;
+    if (op.name == "unpack" && op.inputs.size() == 1) {
+      index = static_cast<int>(std::find(op.outputs.begin(), op.outputs.end(), v) - op.outputs.begin());
+      packed = op.inputs[0];
+    } else if (op.name == "getitem" && op.inputs.size() == 2) {
+      auto k = constant_of(g, op.inputs[1]);
+      if (!k || !k->numeric || k->number < 0 || k->number != static_cast<int>(k->number)) return v;
+      index = static_cast<int>(k->number);
+      packed = op.inputs[0];
+    } else {
+      return v;
+    }
+    const model::DataflowOp& seq = g.producer_of(packed);
+    if ((seq.name != "tuple" && seq.name != "list") || index < 0 || static_cast<size_t>(index) >= seq.inputs.size()) return v;
+    v = seq.inputs[static_cast<size_t>(index)];
+  }
+}
+
 int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* passed) {
   while (v >= 0) {
+    v = through_packing(g, v);
     const model::DataflowOp& op = g.producer_of(v);
     if (op.cls != model::OpClass::Cast || op.inputs.empty()) break;
     if (passed) passed->push_back(op.id);
@@ -21,6 +45,7 @@ int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* pas
 
 int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed) {
   while (v >= 0) {
+    v = through_packing(g, v);
     const model::DataflowOp& op = g.producer_of(v);
     bool skip = (op.cls == model::OpClass::Cast || is_layout_view(op.name)) && !op.inputs.empty() && op.outputs.size() == 1;
     if (!skip) break;

@@ -10,7 +10,9 @@
 
 namespace npufuse::match {
 
-// The value a cast chain starts from; the casts passed are appended to `passed`.
+// What `a, b = (x, y)` or `(x, y)[0]` names: the element itself.
+int through_packing(const model::FunctionDataflow& g, int v);
+// The value a cast chain starts from (through packing too); the casts passed are appended to `passed`.
 int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);
 // Through casts and layout-only views (contiguous, view, reshape, ...).
 int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);

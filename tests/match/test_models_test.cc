@@ -1,0 +1,65 @@
+// The matcher on the decoder layers of the test models: what a user of each
+// architecture should be offered, and what must never be offered.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "match_support.h"
+
+namespace npufuse::match {
+namespace {
+
+struct LayerMatches {
+  std::map<std::string, int> count;  // rule id -> matches
+  std::string listing;               // for failure messages
+};
+
+LayerMatches match_layer(const std::string& model, const std::string& cls) {
+  auto graphs = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + model + "/model.py", {cls});
+  LayerMatches out;
+  for (const model::FunctionDataflow& g : graphs->graphs) {
+    MatchResult r = match_patterns(testing::compiled_rules().patterns, g);
+    for (const Match& m : r.matches) {
+      ++out.count[m.pattern->rule->id];
+      out.listing += "  " + m.pattern->rule->id + " (" + m.pattern->alternative + ") at " +
+                     (m.spans.empty() ? std::string("?") : m.spans.front().str()) + "\n";
+    }
+  }
+  return out;
+}
+
+int count(const LayerMatches& m, const std::string& rule) {
+  auto it = m.count.find(rule);
+  return it == m.count.end() ? 0 : it->second;
+}
+
+TEST(TestModels, LlamaDecoderLayerOffersNormsRopeAndSwiGlu) {
+  LayerMatches m = match_layer("llama_like", "LlamaDecoderLayer");
+  EXPECT_EQ(count(m, "norm.rms_norm"), 2) << m.listing;
+  // apply_rotary_pos_emb rotates q and k in one call: one match, both anchors.
+  EXPECT_EQ(count(m, "rope.rope_half"), 1) << m.listing;
+  EXPECT_EQ(count(m, "ffn.swiglu"), 1) << m.listing;
+  // The first residual sum feeds the post-attention norm and the second residual.
+  EXPECT_EQ(count(m, "norm.add_rms_norm"), 1) << m.listing;
+}
+
+TEST(TestModels, Qwen3DecoderLayerAlsoNormalisesQueriesAndKeys) {
+  LayerMatches m = match_layer("qwen3_like", "Qwen3DecoderLayer");
+  EXPECT_GE(count(m, "norm.rms_norm"), 2) << m.listing;
+  EXPECT_EQ(count(m, "ffn.swiglu"), 1) << m.listing;
+}
+
+TEST(TestModels, GemmaNormIsNeverAPlainRmsNorm) {
+  LayerMatches m = match_layer("gemma_style", "GemmaDecoderLayer");
+  EXPECT_EQ(count(m, "norm.rms_norm"), 0) << m.listing;
+  EXPECT_GE(count(m, "norm.gemma_rms_norm"), 1) << m.listing;
+}
+
+TEST(TestModels, GptOssClampedGluIsNeverPlainSwiGlu) {
+  LayerMatches m = match_layer("gpt_oss_like", "GptOssDecoderLayer");
+  EXPECT_EQ(count(m, "ffn.swiglu"), 0) << m.listing;
+}
+
+}  // namespace
+}  // namespace npufuse::match
