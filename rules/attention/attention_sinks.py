@@ -92,6 +92,7 @@ RULE = {
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 7, "D": 128},
     "dtypes": ["float32", "bfloat16"],
     "tolerance": {"bfloat16": {"atol": 0.03}},
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/attention_sinks_nomatch_sink_kept.py",
          "reason": "the sink column is kept and multiplied with a value row (a learned null token), not dropped"},

@@ -81,6 +81,7 @@ RULE = {
     },
     "sizes": {"B": 3, "N": 8, "KVN": 2, "SMAX": 16, "D": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/fia_decode_nomatch_growing_cat.py",
          "reason": "the cache grows with torch.cat each step: no fixed buffer to pass; first apply kv_cache.static_cache_prerequisite"},

@@ -79,6 +79,7 @@ RULE = {
     },
     "sizes": {"B": 3, "N": 8, "KVN": 2, "D": 64, "NB": 12, "BS": 16, "MB": 3},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/fia_decode_paged_nomatch_prefix_cache_hit.py",
          "reason": "the gathered blocks are concatenated with a separately stored prefix: the table does not describe the whole sequence"},

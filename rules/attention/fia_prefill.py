@@ -83,6 +83,7 @@ RULE = {
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 9, "D": 64},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa": "2.1", "search_sdpa_is_causal": "2.1"},
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
          "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},

@@ -84,6 +84,7 @@ RULE = {
     "sizes": {"T": 12, "N": 8, "KVN": 2, "D": 128},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa_per_sequence": "2.1"},
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/fia_prefill_varlen_v2_nomatch_cross_sequence.py",
          "reason": "one causal mask over all packed tokens: sequences attend to each other, which cumulative TND lengths would forbid"},

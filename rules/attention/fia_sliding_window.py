@@ -71,6 +71,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 12, "D": 64, "W": 4},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"optional": ["repeat_interleave"]},
     "near_misses": [
         {"file": "fixtures/fia_sliding_window_nomatch_chunked_local.py",
          "reason": "block-local (chunked) attention: keys are limited to the query's chunk, not to a band of fixed width"},

@@ -63,6 +63,8 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"anchor_uses": [{"anchor": 1, "allow": ["add", "return"]}],
+              "not_from": {"residual": ["mul", "div"], "hidden_states": ["mul", "div"], "weight": ["add", "sub"]}},
     "near_misses": [
         {"file": "fixtures/add_rms_norm_nomatch_sum_reused.py",
          "reason": "the sum is read by another consumer besides the norm and the next residual"},

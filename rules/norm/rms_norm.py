@@ -52,6 +52,7 @@ RULE = {
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_f_rms_norm": "2.4"},
+    "match": {"not_from": {"weight": ["add", "sub"]}},
     "near_misses": [
         {"file": "fixtures/rms_norm_nomatch_layer_norm.py",
          "reason": "the mean is subtracted before the square: this is LayerNorm, not RMSNorm"},

@@ -172,6 +172,34 @@ class Walk {
     return name.empty() ? describe_op(op) : name;
   }
 
+  // Two reads of `self.n_rep` or two literals `2` are one value for a parameter.
+  bool same_value(int a, int b, int depth = 0) const {
+    a = through_casts(tg_, a);
+    b = through_casts(tg_, b);
+    if (a == b) return true;
+    const DataflowOp& pa = tg_.producer_of(a);
+    const DataflowOp& pb = tg_.producer_of(b);
+    if (pa.cls == OpClass::Attribute && pa.inputs.empty() && pb.cls == OpClass::Attribute && pb.inputs.empty())
+      return pa.name == pb.name && pa.attrs == pb.attrs;
+    auto ca = constant_of(tg_, a), cb = constant_of(tg_, b);
+    if (ca || cb) return ca && cb && *ca == *cb;
+    // The same pure computation of the same values (no in-place op, no call).
+    if (depth > 6 || pa.name != pb.name || pa.attrs != pb.attrs || pa.inputs.size() != pb.inputs.size() || pa.in_place ||
+        pb.in_place || pa.cls == OpClass::Call || pa.cls == OpClass::Module || pa.cls == OpClass::Input)
+      return false;
+    auto ia = std::find(pa.outputs.begin(), pa.outputs.end(), a) - pa.outputs.begin();
+    auto ib = std::find(pb.outputs.begin(), pb.outputs.end(), b) - pb.outputs.begin();
+    if (ia != ib) return false;
+    for (size_t i = 0; i < pa.inputs.size(); ++i)
+      if (!same_value(pa.inputs[i], pb.inputs[i], depth + 1)) return false;
+    return true;
+  }
+
+  bool is_none(const FunctionDataflow& g, int v) const {
+    auto c = constant_of(g, v);
+    return c && !c->numeric && c->text == "None";
+  }
+
   bool bind(int pv, int tv) {
     std::vector<int> passed;
     int root = through_layout(tg_, tv, &passed);
@@ -184,7 +212,7 @@ class Walk {
     }
     int& bound = s_.param_value[static_cast<size_t>(pv)];
     if (bound >= 0) {
-      if (through_layout(tg_, bound) == root) return true;
+      if (same_value(through_layout(tg_, bound), root)) return true;
       return fail(fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)),
                   tg_.producer_of(root).id);
     }
@@ -217,11 +245,27 @@ class Walk {
       tv = op.inputs[0];
     }
     const DataflowOp& T = tg_.producer_of(tv);
+    // A value merged from branches (`if n_rep == 1: return x`): the pattern
+    // may be any one of them.
+    if (T.name == "phi" && P.name != "phi") {
+      for (int in : T.inputs) {
+        State saved = s_;
+        s_.passed.push_back(T.id);
+        if (value(pv, in)) return true;
+        s_ = std::move(saved);
+      }
+      return false;
+    }
     size_t out_index = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), pv) - P.outputs.begin());
 
     int& mapped = s_.op_map[static_cast<size_t>(P.id)];
     if (mapped >= 0) {
-      if (mapped == T.id && out_index < T.outputs.size() && T.outputs[out_index] == tv) {
+      const DataflowOp& M = tg_.ops[static_cast<size_t>(mapped)];
+      bool same = mapped == T.id && out_index < T.outputs.size() && T.outputs[out_index] == tv;
+      // `x.shape[-1] // 2` written once in the pattern may be computed in
+      // each helper call of the model: equal computations are one value.
+      if (!same && out_index < M.outputs.size()) same = same_value(M.outputs[out_index], tv);
+      if (same) {
         s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
         return true;
       }
@@ -245,8 +289,6 @@ class Walk {
     if (!same_kind(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
-    if (std::find(s_.claimed.begin(), s_.claimed.end(), T.id) != s_.claimed.end())
-      return fail(fmt::format("{} at {} is already matched to another step", describe_op(T), where(T)), T.id);
     s_.op_map[static_cast<size_t>(P.id)] = T.id;
     s_.claimed.push_back(T.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -262,6 +304,9 @@ class Walk {
     // Pattern arguments that do not change the computation are not compared.
     pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), pa.end());
     ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), ta.end());
+    // An argument given as None is the same as one left out.
+    pa.erase(std::remove_if(pa.begin(), pa.end(), [&](const Arg& a) { return is_none(pg_, a.value); }), pa.end());
+    ta.erase(std::remove_if(ta.begin(), ta.end(), [&](const Arg& a) { return is_none(tg_, a.value); }), ta.end());
     for (const Arg& a : ta) {
       bool known = std::any_of(pa.begin(), pa.end(), [&](const Arg& b) { return b.key == a.key; });
       if (!known) return fail(fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key), T.id);

@@ -77,6 +77,11 @@ std::string use_text(const FunctionDataflow& g, const DataflowOp& reader, int v)
   return fmt::format("read by {} at {}", describe_op(reader), where(reader));
 }
 
+// Tuples, unpacking and branch merges only pass a value on.
+bool is_packing(const DataflowOp& op) {
+  return op.name == "tuple" || op.name == "list" || op.name == "unpack" || op.name == "phi";
+}
+
 std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors) {
   std::vector<Escape> out;
   std::set<int> inside(ops.begin(), ops.end());
@@ -91,6 +96,17 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
       }
       if (t.returned[static_cast<size_t>(v)]) out.push_back({v, -1, "returned", op.line});
     }
+  }
+  // Reads through tuples and unpacking are reads of the value itself.
+  for (Escape& e : out) {
+    if (e.consumer_op < 0) continue;
+    const DataflowOp& reader = t.g.ops[static_cast<size_t>(e.consumer_op)];
+    if (!is_packing(reader)) continue;
+    for (int v : reader.outputs)
+      if (t.returned[static_cast<size_t>(v)]) {
+        e.how = "returned";
+        e.consumer_op = -1;
+      }
   }
   return out;
 }
@@ -115,7 +131,7 @@ std::string anchor_use_violation(const TargetIndex& t, const Pattern& p, const s
         if (inside.count(r)) continue;
         const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
         if (use.allow.count(reader.name)) continue;
-        if (reader.cls == model::OpClass::Cast || is_layout_view(reader.name)) {
+        if (reader.cls == model::OpClass::Cast || is_layout_view(reader.name) || is_packing(reader)) {
           todo.insert(todo.end(), reader.outputs.begin(), reader.outputs.end());
           continue;
         }

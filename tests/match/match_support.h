@@ -45,18 +45,46 @@ struct Graphs {
   std::vector<model::FunctionDataflow> graphs;
 };
 
-// Module-level functions and, when `classes` is empty, every class with a
-// forward; otherwise only the classes named.
+// A module-level function's graph with its helpers inlined: the file gets a
+// one-line module class whose forward calls the function, and that class's
+// inlined forward is built (appended text leaves every byte offset of the
+// original file as it was).
+inline std::string wrapper_class_text(const frontend::ast::FunctionDef& fn) {
+  std::vector<std::string> params;
+  const frontend::ast::arguments* a = fn.args;
+  for (const frontend::ast::arg* p : a->posonlyargs) params.emplace_back(p->arg);
+  for (const frontend::ast::arg* p : a->args) params.emplace_back(p->arg);
+  std::string list;
+  for (const std::string& p : params) list += ", " + p;
+  std::string call;
+  for (const std::string& p : params) call += (call.empty() ? "" : ", ") + p;
+  return "\n\nclass Wrap_" + std::string(fn.name) + "(nn.Module):\n    def forward(self" + list + "):\n        return " +
+         std::string(fn.name) + "(" + call + ")\n";
+}
+
+// Module-level functions (helpers inlined) and, when `classes` is empty,
+// every class with a forward; otherwise only the classes named.
 inline std::unique_ptr<Graphs> load_graphs(const std::string& path, const std::vector<std::string>& classes = {}) {
-  auto r = std::make_unique<Graphs>(Graphs{model::SourceSet::load({path}), model::ModelConfig(), {}, {}});
+  std::string text;
+  std::vector<std::string> wrappers;
+  if (classes.empty()) {
+    model::SourceSet plain = model::SourceSet::load({path});
+    const model::ModelFile& file = *plain.files().front();
+    text = std::string(file.parsed->source.text());
+    text += "\nfrom torch import nn as nn\n";
+    for (const frontend::ast::stmt* s : file.parsed->module->body)
+      if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s)) {
+        text += wrapper_class_text(*fn);
+        wrappers.push_back("Wrap_" + std::string(fn->name));
+      }
+  }
+  auto r = std::make_unique<Graphs>(Graphs{classes.empty() ? model::SourceSet::from_texts({{path, text}}) : model::SourceSet::load({path}),
+                                           model::ModelConfig(), {}, {}});
   r->schema = model::ConfigSchema::discover(r->sources);
   model::Evaluator ev(r->sources, r->config, r->schema);
   model::RoleTable roles = model::RoleTable::infer(r->sources, ev);
   model::RoleTableSubmodules lookup(roles);
-  const model::ModelFile& file = *r->sources.files().front();
   if (classes.empty()) {
-    for (const frontend::ast::stmt* s : file.parsed->module->body)
-      if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s)) r->graphs.push_back(model::build_dataflow(r->sources, file, *fn));
     for (const model::ClassDecl& cls : r->sources.classes()) {
       model::FunctionDataflow g = model::build_inlined_forward(r->sources, cls, lookup);
       if (!g.ops.empty()) r->graphs.push_back(std::move(g));
