@@ -27,6 +27,14 @@ struct NearMiss {
   std::string reason;  // why it must not match, in the rule author's words
 };
 
+// An operator this pattern must not be mapped to (RULE["rejects"]).
+struct Reject {
+  std::string api;
+  std::string en;     // why not
+  std::string zh;
+  std::string needs;  // what would be needed instead
+};
+
 // One documentation section ("What it does", "Why", ...), in order.
 struct DocSection {
   std::string heading;
@@ -44,6 +52,8 @@ struct Rule {
   std::vector<Prerequisite> prerequisites;
   std::vector<std::string> checks;    // "api:*" or "api:constraint_id"
   std::map<std::string, std::string> facts;  // fact name -> literal text (as written)
+  std::string when;                   // optional condition on facts, as written
+  std::vector<Reject> rejects;
   std::vector<std::string> hint_class_names;
   std::vector<std::string> hint_hub_kernels;
   std::vector<NearMiss> near_misses;
@@ -52,6 +62,9 @@ struct Rule {
   // from the literal. Its keys are defined and checked by match/ and
   // documented in rules/README.md.
   nlohmann::json match = nlohmann::json::object();
+  // The whole RULE literal as JSON, keys in source order: what `rules show
+  // --json` prints and what the numeric check's inputs/sizes/dtypes live in.
+  nlohmann::ordered_json literal = nlohmann::ordered_json::object();
   std::vector<DocSection> doc_en;  // from the module docstring (first line = summary)
   std::vector<DocSection> doc_zh;  // from RULE["doc_zh"]
   std::string summary_en;          // the docstring's first line
