@@ -25,6 +25,48 @@ std::vector<std::string> identifiers(const ast::expr* e) {
   return out;
 }
 
+// Identifiers that decide the truth of a test: those of a call's arguments
+// are left out, because an argument only parameterises the callee
+// (`_ignore_causal_mask_sdpa(mask, is_training=self.training)` asks about the
+// mask, not whether the model trains); the callee's own name counts.
+std::vector<std::string> deciding_identifiers(const ast::expr* e) {
+  std::vector<std::string> out;
+  walk(e, [&](const ast::Node* n) {
+    if (const auto* c = as<ast::Call>(n)) {
+      for (std::string& id : identifiers(c->func)) out.push_back(std::move(id));
+      return false;
+    }
+    if (const auto* nm = as<ast::Name>(n)) out.emplace_back(nm->id);
+    if (const auto* at = as<ast::Attribute>(n)) out.emplace_back(at->attr);
+    return true;
+  });
+  return out;
+}
+
+// A test that reads only the module's own settings and literals
+// (`self.score_func == "softmax"`, `self.n_groups > 1`, `self.bias is not
+// None`): fixed once the module is built from its config, so one arm is dead
+// code for a given model.
+bool is_configuration_choice(const ast::expr* test) {
+  bool reads_setting = false, reads_other = false;
+  walk(test, [&](const ast::Node* n) {
+    if (as<ast::Call>(n)) {
+      reads_other = true;
+      return false;
+    }
+    if (const auto* at = as<ast::Attribute>(n)) {
+      std::string base = dotted_name(at);
+      if (base.rfind("self.", 0) == 0 || base.rfind("config.", 0) == 0) {
+        reads_setting = true;
+        return false;
+      }
+    }
+    if (as<ast::Name>(n)) reads_other = true;
+    return true;
+  });
+  return reads_setting && !reads_other;
+}
+
 bool any_id(const std::vector<std::string>& ids, bool (*pred)(std::string_view)) {
   return std::any_of(ids.begin(), ids.end(), [&](const std::string& s) { return pred(s); });
 }
@@ -220,8 +262,9 @@ class BranchFinder {
     }
     if (any_id(ids, is_quant_name)) b.kinds.push_back(BranchKind::Quantization);
     if (any_id(ids, is_parallel_name) || test_collective || !b.communication.empty()) b.kinds.push_back(BranchKind::Parallel);
-    if (any_id(ids, is_training_name)) b.kinds.push_back(BranchKind::TrainingOnly);
+    if (any_id(deciding_identifiers(test_), is_training_name)) b.kinds.push_back(BranchKind::TrainingOnly);
     if (any_id(ids, is_dispatch_name)) b.kinds.push_back(BranchKind::AttentionDispatch);
+    if (b.kinds.empty() && is_configuration_choice(test_)) b.kinds.push_back(BranchKind::ConfigChoice);
     out_.push_back(std::move(b));
   }
 
@@ -240,6 +283,7 @@ const char* branch_kind_name(BranchKind k) {
     case BranchKind::Parallel: return "parallel";
     case BranchKind::TrainingOnly: return "training_only";
     case BranchKind::AttentionDispatch: return "attention_dispatch";
+    case BranchKind::ConfigChoice: return "config_choice";
   }
   return "?";
 }

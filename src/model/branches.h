@@ -5,7 +5,7 @@
 // nn.Module classes (except __init__, whose conditions the module tree shows)
 // and in the module-level helpers they call is recorded with what it decides:
 // prefill vs decode, quantised vs not, tensor/expert/data-parallel paths,
-// training-only code, attention-implementation dispatch. The condition text,
+// training-only code, attention-implementation dispatch, configuration choices. The condition text,
 // the calls in each arm and the communication calls they make are kept so a
 // reader can see what runs only in one stage.
 #include <string>
@@ -15,7 +15,9 @@
 
 namespace npufuse::model {
 
-enum class BranchKind { PrefillDecode, Quantization, Parallel, TrainingOnly, AttentionDispatch };
+// ConfigChoice: a test on the module's own settings only (`self.score_func ==
+// "softmax"`), fixed for a given config; given only when no other kind applies.
+enum class BranchKind { PrefillDecode, Quantization, Parallel, TrainingOnly, AttentionDispatch, ConfigChoice };
 
 const char* branch_kind_name(BranchKind k);
 

@@ -31,22 +31,107 @@ std::vector<int> FunctionDataflow::consumers(int v) const {
   return out;
 }
 
+std::vector<int> FunctionDataflow::unresolved_calls() const {
+  std::vector<int> out;
+  for (const DataflowOp& op : ops)
+    if (op.unresolved) out.push_back(op.id);
+  return out;
+}
+
+namespace {
+
+// Which of a slice's lower/upper/step are written, from its source text
+// (`: d // 2` has only an upper bound); colons inside brackets do not count.
+std::vector<bool> slice_parts(const std::string& text) {
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ':' && depth == 0) parts.emplace_back();
+    else parts.back() += c;
+  }
+  std::vector<bool> present;
+  for (const std::string& part : parts) present.push_back(part.find_first_not_of(" \t\n") != std::string::npos);
+  return present;
+}
+
+class OpPrinter {
+ public:
+  explicit OpPrinter(const FunctionDataflow& g) : g_(g) {}
+
+  // A value as an argument: literals inline (pow(v1, 2) rather than pow(v1, v2)).
+  std::string arg(int v) const {
+    const DataflowOp& p = g_.producer_of(v);
+    if (p.cls == OpClass::Constant && !p.attrs.empty()) return p.attrs[0];
+    return fmt::format("v{}", v);
+  }
+
+  // The right-hand side of one op.
+  std::string expression(const DataflowOp& op) const {
+    if (op.name == "slice" && op.cls == OpClass::Structure && !op.attrs.empty()) return slice(op);
+    if (op.cls == OpClass::Attribute) {
+      if (op.name == "global" && !op.attrs.empty()) return "global " + op.attrs[0];
+      if (op.name == "getattr" && op.inputs.size() == 1 && !op.attrs.empty()) return arg(op.inputs[0]) + "." + op.attrs[0];
+      if (op.inputs.empty() && op.attrs.empty()) return op.name;  // self.q_proj.weight
+    }
+    if (!labelled(op)) {
+      // attrs are a payload (a literal's text, a parameter's name, an expression kind), not argument labels.
+      std::string payload;
+      for (const std::string& a : op.attrs) payload += (payload.empty() ? "" : ", ") + a;
+      if (op.inputs.empty()) return fmt::format("{}({})", op.name, payload);
+      return fmt::format("{}[{}]({})", op.name, payload, plain_args(op));
+    }
+    std::string ins;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      std::string kw = i < op.attrs.size() ? op.attrs[i] : "";
+      ins += (ins.empty() ? "" : ", ") + kw + arg(op.inputs[i]);
+    }
+    for (size_t i = op.inputs.size(); i < op.attrs.size(); ++i) ins += (ins.empty() ? "" : ", ") + op.attrs[i];
+    return fmt::format("{}({})", op.name, ins);
+  }
+
+ private:
+  static bool labelled(const DataflowOp& op) {
+    for (const std::string& a : op.attrs)
+      if (!a.empty() && a.back() != '=' && a != "*" && a != "**") return false;
+    return true;
+  }
+
+  std::string plain_args(const DataflowOp& op) const {
+    std::string out;
+    for (int v : op.inputs) out += (out.empty() ? "" : ", ") + arg(v);
+    return out;
+  }
+
+  // Python's own notation, the bounds replaced by their values: slice(:v78), slice(1::2).
+  std::string slice(const DataflowOp& op) const {
+    std::vector<bool> present = slice_parts(op.attrs[0]);
+    size_t next = 0;
+    std::string out;
+    for (size_t i = 0; i < present.size(); ++i) {
+      if (i > 0) out += ':';
+      if (present[i] && next < op.inputs.size()) out += arg(op.inputs[next++]);
+    }
+    return "slice(" + out + ")";
+  }
+
+  const FunctionDataflow& g_;
+};
+
+}  // namespace
+
 std::string FunctionDataflow::dump() const {
+  OpPrinter printer(*this);
   std::string out;
   for (const DataflowOp& op : ops) {
     std::string outs;
     for (int v : op.outputs) outs += (outs.empty() ? "" : ", ") + fmt::format("v{}", v);
-    std::string ins;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      std::string kw = i < op.attrs.size() ? op.attrs[i] : "";
-      const DataflowOp& p = producer_of(op.inputs[i]);
-      // Literals read better inline: pow(v1, 2) rather than pow(v1, v2).
-      std::string arg = p.cls == OpClass::Constant && !p.attrs.empty() ? p.attrs[0] : fmt::format("v{}", op.inputs[i]);
-      ins += (ins.empty() ? "" : ", ") + kw + arg;
-    }
-    for (size_t i = op.inputs.size(); i < op.attrs.size(); ++i) ins += (ins.empty() ? "" : ", ") + op.attrs[i];
-    out += fmt::format("{} = {}({}) [{}{}] @{}{}\n", outs.empty() ? "_" : outs, op.name, ins, op_class_name(op.cls),
-                       op.in_place ? ", in-place" : "", op.line, op.condition.empty() ? "" : " if " + op.condition);
+    std::string tags = op_class_name(op.cls);
+    if (op.in_place) tags += ", in-place";
+    if (op.unresolved) tags += ", unresolved: " + op.unresolved_reason;
+    out += fmt::format("{} = {} [{}] @{}{}\n", outs.empty() ? "_" : outs, printer.expression(op), tags, op.line,
+                       op.condition.empty() ? "" : " if " + op.condition);
   }
   std::string rets;
   for (int v : returns) rets += (rets.empty() ? "" : ", ") + fmt::format("v{}", v);

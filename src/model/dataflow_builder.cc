@@ -271,19 +271,26 @@ class Builder {
     else callees_[std::string(n->id)] = std::move(alts);
   }
 
+  // A name not bound by the function itself: a module-level one (a first
+  // read caches it in env_ as a `global` op).
+  bool module_level(const std::string& id) const {
+    auto it = env_.find(id);
+    if (it == env_.end()) return true;
+    const DataflowOp& p = g_.producer_of(it->second);
+    return p.name == "global" && p.cls == OpClass::Attribute && !p.attrs.empty() && p.attrs[0] == id;
+  }
+
   std::vector<Callee> callees_of(const ast::expr* e) {
     if (auto* n = ast::as<ast::Name>(e)) {
       std::string id(n->id);
-      if (env_.count(id)) {
-        auto it = callees_.find(id);
-        return it == callees_.end() ? std::vector<Callee>{} : it->second;
-      }
+      if (auto it = callees_.find(id); it != callees_.end()) return it->second;
+      if (!module_level(id)) return {};
       if (const FunctionDecl* f = sources_.find_function(id)) return {Callee{f, id, "", ""}};
       return {};
     }
     if (auto* s = ast::as<ast::Subscript>(e)) {
       auto* table = ast::as<ast::Name>(s->value);
-      if (!table || env_.count(std::string(table->id))) return {};
+      if (!table || !module_level(std::string(table->id))) return {};
       return {dispatch_callee(*s)};
     }
     if (auto* i = ast::as<ast::IfExp>(e)) {
@@ -570,7 +577,7 @@ class Builder {
         return emit_value(self_path_ + "." + std::string(a->attr) + "[]", OpClass::Module, ins, labels, c);
       }
       auto* table = ast::as<ast::Name>(s->value);
-      if (lookup_ && table && !env_.count(std::string(table->id))) {
+      if (lookup_ && table && module_level(std::string(table->id))) {
         int callee = expr(func);
         arguments(c, ins, labels);
         return dispatch_call({dispatch_callee(*s)}, callee, ins, labels, c);
@@ -582,7 +589,7 @@ class Builder {
     }
     if (auto* n = ast::as<ast::Name>(func)) {
       std::string id(n->id);
-      if (env_.count(id)) {
+      if (!module_level(id)) {
         if (auto held = callees_.find(id); lookup_ && held != callees_.end() && !held->second.empty()) {
           std::vector<Callee> alts = held->second;
           int callee = env_[id];

@@ -60,8 +60,8 @@ bool is_mean_call(const ast::expr* e) {
 
 class CensusBuilder {
  public:
-  CensusBuilder(const SourceSet& sources, const ClassDecl& cls, ForwardCensus& out)
-      : sources_(sources), cls_(cls), out_(out) {}
+  CensusBuilder(const SourceSet& sources, const ClassDecl& cls, ForwardCensus& out, const ConfigFieldReader& config)
+      : sources_(sources), cls_(cls), out_(out), config_(config) {}
 
   void function(const ast::FunctionDef* fn, const ModelFile* file, int depth) {
     if (!fn || depth > kMaxHelperDepth) return;
@@ -142,7 +142,10 @@ class CensusBuilder {
         return;
       }
       // TABLE[key](...): a dispatch table.
-      if (auto* t = ast::as<ast::Name>(s->value)) out_.dispatch_tables.insert(std::string(t->id));
+      if (auto* t = ast::as<ast::Name>(s->value)) {
+        out_.dispatch_tables.insert(std::string(t->id));
+        note_unresolved(*s, file);
+      }
       return;
     }
     std::string qualified = sources_.qualified_name(*file, func);
@@ -191,6 +194,7 @@ class CensusBuilder {
     auto* table = sub ? ast::as<ast::Name>(sub->value) : nullptr;
     if (!table) return;
     out_.dispatch_tables.insert(std::string(table->id));
+    note_unresolved(*sub, file);
     const ConstantDecl* c = sources_.find_constant(table->id);
     auto* dict = c ? ast::as<ast::Dict>(c->value) : nullptr;
     if (!dict) return;
@@ -198,9 +202,19 @@ class CensusBuilder {
     (void)file;
   }
 
+  // A table lookup whose target is not known: said, never guessed.
+  void note_unresolved(const ast::Subscript& lookup, const ModelFile* file) {
+    DispatchTarget t = resolve_dispatch(sources_, *file, lookup, config_);
+    if (t.function) return;
+    std::string note = std::string(file->text_of(&lookup)) + ": " + t.why_unresolved;
+    if (std::find(out_.unresolved_dispatch.begin(), out_.unresolved_dispatch.end(), note) == out_.unresolved_dispatch.end())
+      out_.unresolved_dispatch.push_back(std::move(note));
+  }
+
   const SourceSet& sources_;
   const ClassDecl& cls_;
   ForwardCensus& out_;
+  ConfigFieldReader config_;
   std::map<std::string, std::vector<const ast::expr*>> function_locals_;
   std::set<const ast::FunctionDef*> visited_;
   std::vector<std::pair<uint64_t, std::string>> child_positions_;
@@ -232,14 +246,14 @@ const ast::FunctionDef* find_method(const SourceSet& sources, const ClassDecl& c
   return nullptr;
 }
 
-ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls) {
+ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls, const ConfigFieldReader& config) {
   ForwardCensus out;
   const ClassDecl* owner = nullptr;
   out.forward = find_method(sources, cls, "forward", &owner);
   if (!out.forward) return out;
   out.has_forward = true;
   out.file = owner->file;
-  CensusBuilder b(sources, cls, out);
+  CensusBuilder b(sources, cls, out, config);
   b.function(out.forward, owner->file, 0);
   b.finish();
   return out;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/dispatch_table.h"
 #include "model/source_set.h"
 
 namespace npufuse::model {
@@ -18,6 +19,8 @@ struct ForwardCensus {
   std::vector<std::string> child_calls;    // self.X(...) / for-loops over self.X, in source order
   std::set<std::string> helpers;           // module-level functions reached
   std::set<std::string> dispatch_tables;   // NAME[...] looked up and called (ALL_ATTENTION_FUNCTIONS)
+  // Lookups whose target is not known statically: "NAME[key]: why".
+  std::vector<std::string> unresolved_dispatch;
   bool weight_plus_one = false;            // (1 + self.weight): Gemma-style norm weight
   bool subtracts_mean = false;             // x - x.mean(...): LayerNorm centring
   const ast::FunctionDef* forward = nullptr;
@@ -28,6 +31,7 @@ struct ForwardCensus {
 const ast::FunctionDef* find_method(const SourceSet& sources, const ClassDecl& cls, std::string_view name,
                                     const ClassDecl** owner = nullptr);
 
-ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls);
+// `config` answers dispatch-table keys read from the config (may be empty).
+ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls, const ConfigFieldReader& config = {});
 
 }  // namespace npufuse::model

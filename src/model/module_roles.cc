@@ -53,7 +53,8 @@ RoleTable RoleTable::infer(const SourceSet& sources, Evaluator& ev) {
     if (!is_module_class(sources, c) || t.instances_.count(name)) continue;
     t.module_classes_.push_back(&c);
     t.instances_.emplace(name, describe_instance(sources, ev, c, nullptr));
-    t.censuses_.emplace(name, census_forward(sources, c));
+    const ModelConfig& config = ev.config();
+    t.censuses_.emplace(name, census_forward(sources, c, [&config](std::string_view key) { return config.find(key); }));
   }
   for (const ClassDecl* c : t.module_classes_) t.resolve(std::string(c->node->name));
   return t;
@@ -91,6 +92,9 @@ ModuleRole RoleTable::resolve(const std::string& name) {
   if (!cls || !instances_.count(name)) return ModuleRole::Unknown;
   in_progress_.insert(name);
   ClassRole r = classify(*cls);
+  // A call target the code picks from a table nobody can read here is named,
+  // so no role or sub-chain is taken to cover it.
+  for (const std::string& d : censuses_.at(name).unresolved_dispatch) r.evidence.push_back("unresolved dispatch " + d);
   in_progress_.erase(name);
   roles_[name] = r;
   return r.role;
@@ -293,6 +297,10 @@ std::string RoleTableSubmodules::callable_op(const ClassDecl& owner, std::string
     return "activation[" + key.text + "]";
   }
   return {};
+}
+
+const nlohmann::json* RoleTableSubmodules::config_field(std::string_view key) const {
+  return config_ ? config_->find(key) : nullptr;
 }
 
 }  // namespace npufuse::model

@@ -12,6 +12,7 @@
 #include "model/dataflow.h"
 #include "model/forward_census.h"
 #include "model/init_attributes.h"
+#include "model/model_config.h"
 #include "model/module_kinds.h"
 
 namespace npufuse::model {
@@ -52,14 +53,18 @@ class RoleTable {
 // Submodule constructors as the role table saw them, for dataflow inlining.
 // When a class builds an attribute under alternatives, the first active one
 // (or the first) is used.
+// With a config, dispatch-table keys read from it (`self.config._attn_implementation`).
 class RoleTableSubmodules : public SubmoduleLookup {
  public:
-  explicit RoleTableSubmodules(const RoleTable& roles) : roles_(roles) {}
+  explicit RoleTableSubmodules(const RoleTable& roles, const ModelConfig* config = nullptr)
+      : roles_(roles), config_(config) {}
   const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const override;
   std::string callable_op(const ClassDecl& owner, std::string_view attribute) const override;
+  const nlohmann::json* config_field(std::string_view key) const override;
 
  private:
   const RoleTable& roles_;
+  const ModelConfig* config_;
 };
 
 }  // namespace npufuse::model
