@@ -285,7 +285,52 @@ class Walk {
     return pair(P, T, tv, out_index, passed);
   }
 
+  bool is_constant(const FunctionDataflow& g, int v, double number) const {
+    auto c = constant_of(g, v);
+    return c && c->numeric && c->number == number;
+  }
+
+  // Spellings of one computation that differ in op names: `x ** 2` and
+  // `x * x`; `rsqrt(y)` and `1 / sqrt(y)`. The pattern's step is paired with
+  // the model's op(s) and matching goes on below them.
+  bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    auto claim = [&](std::initializer_list<int> target_ops, int next_p, int next_t) {
+      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      for (int id : target_ops)
+        if (id != T.id) s_.passed.push_back(id);
+      s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+      ++s_.matched;
+      trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
+      bool ok = value(next_p, next_t);
+      trace_.pop_back();
+      return ok;
+    };
+    if (P.name == "pow" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[1], 2) && T.name == "mul" && T.inputs.size() == 2 &&
+        same_value(T.inputs[0], T.inputs[1]))
+      return claim({T.id}, P.inputs[0], T.inputs[0]);
+    if (P.name == "mul" && P.inputs.size() == 2 && through_casts(pg_, P.inputs[0]) == through_casts(pg_, P.inputs[1]) &&
+        T.name == "pow" && T.inputs.size() == 2 && is_constant(tg_, T.inputs[1], 2))
+      return claim({T.id}, P.inputs[0], T.inputs[0]);
+    if (P.name == "rsqrt" && P.inputs.size() == 1 && T.name == "div" && T.inputs.size() == 2 && is_constant(tg_, T.inputs[0], 1)) {
+      const DataflowOp& root = tg_.producer_of(through_casts(tg_, T.inputs[1]));
+      if (root.name == "sqrt" && root.inputs.size() == 1) return claim({T.id, root.id}, P.inputs[0], root.inputs[0]);
+    }
+    if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
+      const DataflowOp& root = pg_.producer_of(through_casts(pg_, P.inputs[1]));
+      if (root.name == "sqrt" && root.inputs.size() == 1) {
+        s_.op_map[static_cast<size_t>(root.id)] = T.id;
+        return claim({T.id}, root.inputs[0], T.inputs[0]);
+      }
+    }
+    return false;
+  }
+
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
+    if (!same_kind(P, T)) {
+      State saved = s_;
+      if (equivalent_spelling(P, T, passed)) return true;
+      s_ = std::move(saved);
+    }
     if (!same_kind(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
