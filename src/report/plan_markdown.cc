@@ -52,10 +52,12 @@ struct Words {
   const char* covered_by;
   const char* left_open;
   const char* blocked;
+  const char* one_place;
   const char* places;
   const char* step3;
   const char* status;
   const char* where;
+  const char* one_more_place;
   const char* more_places;
   const char* parts;
   const char* instance;
@@ -125,10 +127,12 @@ const Words kEn = {
     "covered by",
     "left open",
     "blocked",
+    "1 place",
     "{} places",
     "Step 3: candidates",
     "status",
     "where",
+    "and 1 more place",
     "and {} more places",
     "matched lines",
     "instance",
@@ -198,10 +202,12 @@ const Words kZh = {
     "覆盖算子",
     "未覆盖",
     "被阻塞",
+    "1 处",
     "{} 处",
     "第三步：候选清单",
     "状态",
     "位置",
+    "另有 1 处",
     "另有 {} 处",
     "匹配的代码行",
     "实例",
@@ -312,12 +318,16 @@ class Writer {
 
  private:
   void line(const std::string& s = "") { out_ += s + "\n"; }
+  // A blank line before the heading unless one is there already.
   void heading(int level, const std::string& s) {
-    line();
+    if (out_.size() < 2 || out_.compare(out_.size() - 2, 2, "\n\n") != 0) line();
     line(std::string(static_cast<size_t>(level), '#') + " " + s);
     line();
   }
   std::string or_unknown(const std::string& s) const { return s.empty() ? w_.unknown : s; }
+  static std::string count_words(size_t n, const char* one, const char* many) {
+    return n == 1 ? one : fmt::format(fmt::runtime(many), n);
+  }
   std::string count_or_dash(int n) const { return n > 0 ? std::to_string(n) : "–"; }
 
   void inputs() {
@@ -422,7 +432,7 @@ class Writer {
       if (!covering.empty()) {
         std::vector<std::string> apis;
         for (const auto& [api, n] : covering)
-          apis.push_back(fmt::format("`{}` ({})", api, fmt::format(fmt::runtime(w_.places), n)));
+          apis.push_back(fmt::format("`{}` ({})", api, count_words(n, w_.one_place, w_.places)));
         line(fmt::format("- {}: {}", w_.covered_by, join(apis, ", ")));
       }
       if (!open.empty()) line(fmt::format("- {}: {}", w_.left_open, join(open, "; ")));
@@ -453,7 +463,8 @@ class Writer {
     if (!c.extra_locations.empty()) {
       std::vector<std::string> more;
       for (const auto& l : c.extra_locations) more.push_back("`" + location_text(l) + "`");
-      where += fmt::format(" ({}: {})", fmt::format(fmt::runtime(w_.more_places), c.extra_locations.size()), join(more, ", "));
+      where += fmt::format(" ({}: {})", count_words(c.extra_locations.size(), w_.one_more_place, w_.more_places),
+                           join(more, ", "));
     }
     line(fmt::format("- {}: {}", w_.where, where));
     if (c.parts.size() > 1) {
