@@ -5,11 +5,10 @@
 namespace npufuse::model {
 
 const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts() {
+  // Sub-chains, attention-core layouts and escaping intermediates are in
+  // `chains`; the per-value consumer lists behind them stay internal.
   static const std::vector<std::pair<std::string, std::string>> parts = {
-      {"dataflow", "SSA values per forward with submodules and helpers inlined (built by the library, not reported by inspect yet)"},
-      {"sub_chains", "attention (norm, QKV, RoPE, cache write/read, core, O) and MoE (gate, top-k, dispatch, experts, combine, shared experts) spans"},
-      {"consumers", "uses of each value, including those that escape a chain"},
-      {"layouts", "tensor layouts at the attention core (BNSD/BSND/TND)"},
+      {"dataflow", "SSA values per forward with submodules and helpers inlined (printed by `inspect --dataflow CLASS`, not part of the inventory)"},
   };
   return parts;
 }
@@ -39,6 +38,8 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
   inv.facts = bind_facts(config);
   inv.branches = find_branches(sources, roles.module_classes());
   inv.kv_cache = find_kv_cache(sources, roles.module_classes());
+  RoleTableSubmodules lookup(roles);
+  inv.chains = find_subchains(sources, roles, inv.structure, lookup, inv.branches, inv.kv_cache);
 
   std::map<std::string, size_t> index;
   for (const ConfigRead& r : ev.reads()) {

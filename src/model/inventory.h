@@ -1,7 +1,8 @@
 #pragma once
-// Workflow step 1, the model inventory, as far as it is computed today: the
-// module classes with their attributes and roles, the instance tree and
-// pipeline, the config facts and the config fields the code reads. The parts
+// Workflow step 1, the model inventory: the module classes with their
+// attributes and roles, the instance tree and pipeline, the config facts and
+// the config fields the code reads, branch conditions, the KV cache, and the
+// block's sub-chains with their layouts and escaping intermediates. The parts
 // of step 1 not computed yet are listed by name in `not_computed`, so no
 // output ever implies they were checked.
 #include <string>
@@ -11,6 +12,7 @@
 #include "model/facts.h"
 #include "model/kv_cache.h"
 #include "model/module_tree.h"
+#include "model/subchains.h"
 
 namespace npufuse::model {
 
@@ -39,6 +41,7 @@ struct Inventory {
   std::vector<ConfigFieldUse> config_fields;
   std::vector<BranchCondition> branches;
   CacheOrganisation kv_cache;
+  std::vector<BlockChains> chains;  // per decoder-layer class
   std::vector<std::string> not_computed;
 };
 

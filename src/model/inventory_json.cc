@@ -82,6 +82,42 @@ json attribute_json(const Attribute& a) {
 
 json part_path(const PipelinePart& p) { return p.node ? json(p.node->path) : json(nullptr); }
 
+json span_json(const SourceSpan& s) { return {{"file", s.file}, {"line", s.line}, {"end_line", s.end_line}}; }
+
+json chains_json(const std::vector<BlockChains>& blocks) {
+  json out = json::array();
+  for (const BlockChains& b : blocks) {
+    json bj;
+    bj["block_class"] = b.block_class;
+    bj["instance"] = b.instance;
+    bj["modules"] = json::array();
+    for (const ModuleChain& m : b.modules) {
+      json mj;
+      mj["module"] = m.module;
+      mj["class"] = m.class_name;
+      mj["instance"] = m.instance;
+      mj["alternative"] = m.alternative;
+      mj["default_graph"] = m.default_graph;
+      mj["steps"] = json::array();
+      for (const SubChainStep& s : m.steps) {
+        json spans = json::array();
+        for (const SourceSpan& sp : s.spans) spans.push_back(span_json(sp));
+        mj["steps"].push_back({{"kind", s.kind}, {"spans", spans}, {"ops", s.ops}, {"stages", s.stages},
+                               {"variant", s.variant}, {"detail", s.detail}});
+      }
+      mj["missing"] = m.missing;
+      mj["escapes"] = json::array();
+      for (const IntermediateEscape& e : m.escapes)
+        mj["escapes"].push_back({{"step", e.step}, {"value", e.value}, {"how", e.how}, {"file", e.where.file}, {"line", e.where.line}});
+      if (m.module == "attention" || m.module == "mla") mj["layout"] = {{"layout", m.layout.layout}, {"evidence", m.layout.evidence}};
+      else mj["layout"] = nullptr;
+      bj["modules"].push_back(mj);
+    }
+    out.push_back(bj);
+  }
+  return out;
+}
+
 }  // namespace
 
 json inventory_to_json(const Inventory& inv) {
@@ -160,6 +196,7 @@ json inventory_to_json(const Inventory& inv) {
                                  {"text", a.text},
                                  {"write_index", a.write_index}});
   j["kv_cache"] = cache;
+  j["chains"] = chains_json(inv.chains);
   j["not_computed"] = json::array();
   for (const auto& [part, meaning] : pending_inventory_parts()) j["not_computed"].push_back({{"part", part}, {"meaning", meaning}});
   return j;

@@ -1,5 +1,7 @@
 #include "model/inventory_markdown.h"
 
+#include "model/inventory_markdown_chains.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -301,6 +303,7 @@ std::string inventory_to_markdown(const Inventory& inv, Lang lang) {
 
   render_branches(inv.branches, lang, out);
   render_cache(inv.kv_cache, lang, out);
+  render_chains(inv.chains, lang, out);
 
   out += fmt::format("## {}\n\n{}\n\n", w.not_computed, w.not_computed_intro);
   for (const auto& [name, meaning] : pending_inventory_parts()) out += "- " + name + ": " + meaning + "\n";

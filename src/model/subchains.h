@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "model/branches.h"
 #include "model/dataflow.h"
+#include "model/kv_cache.h"
+#include "model/module_tree.h"
 #include "model/source_set.h"
 
 namespace npufuse::model {
@@ -18,16 +21,21 @@ namespace npufuse::model {
 // Step kinds, by module:
 //   attention: input_norm, qkv_projection, qk_norm, rope, cache_write, cache_read,
 //              repeat_kv, attention_core, o_projection, residual_add
-//   mla:       q_down, q_norm, q_up, kv_down, kv_norm, nope_rope_split, rope,
-//              absorb_uk, cache_write, cache_read, attention_core, absorb_uv, o_projection
+//   mla:       input_norm, q_down, q_norm, q_up, kv_down, kv_norm, nope_rope_split, rope,
+//              kv_up (the naive path's latent up-projection), absorb_uk, cache_write,
+//              cache_read, attention_core, absorb_uv, o_projection, residual_add
 //   indexer:   index_q, index_k, index_norm, index_rope, index_weights, index_score, index_topk
-//   moe:       post_norm, gate, topk, renorm, dispatch, experts, combine, shared_expert
-//   ffn:       post_norm, gate_up_projection, activation, down_projection
+//   moe:       post_norm, gate, topk, renorm, dispatch, experts, combine, shared_expert, residual_add
+//   ffn:       post_norm, gate_up_projection, activation, down_projection, residual_add
 struct SubChainStep {
   std::string kind;
   std::vector<SourceSpan> spans;  // file:line ranges of the step's ops
   std::vector<int> ops;           // op ids in the block graph
   std::string stages = "both";    // both | prefill | decode (a step only one branch runs)
+  // The arm of a non-stage branch the step runs in (an attention-implementation
+  // switch: `self.attn_impl == "naive"` or `not (self.attn_impl == "naive")`);
+  // empty when it runs on every path. A step found in two arms is listed once per arm.
+  std::string variant;
   std::string detail;             // what was seen ("torch.cat growth", "softmax(QK^T*scale+mask)V", "sigmoid + bias")
 };
 
@@ -52,6 +60,12 @@ struct ModuleChain {
   std::vector<std::string> missing;   // expected step kinds not found
   std::vector<IntermediateEscape> escapes;
   CoreLayout layout;                  // attention / mla only
+  // When the block builds this module under alternatives (`MLP(...) if dense
+  // else MoE(...)`): the alternative analysed, as written with its guard. The
+  // op ids of a non-default alternative refer to the block forward built with
+  // that alternative, not to the default block graph.
+  std::string alternative;
+  bool default_graph = true;
 };
 
 struct BlockChains {
@@ -59,5 +73,13 @@ struct BlockChains {
   std::string instance;     // "model.layers[*]"
   std::vector<ModuleChain> modules;
 };
+
+// The sub-chains of the decoder-layer class (`structure.blocks`), from its
+// forward with submodules inlined; `branches` classify the conditions that
+// split steps by stage, `kv_cache` names the cache mechanisms. Empty when the
+// model has no block class.
+std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTable& roles, const ModelStructure& structure,
+                                        const SubmoduleLookup& lookup, const std::vector<BranchCondition>& branches,
+                                        const CacheOrganisation& kv_cache);
 
 }  // namespace npufuse::model

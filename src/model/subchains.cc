@@ -1,0 +1,281 @@
+// The block's sub-chains: build the decoder layer's inlined forward, split
+// its ops by the submodule whose code emitted them, run the finder for each
+// module's role, then attach the block-level norms and residual adds and the
+// escaping intermediates.
+#include "model/subchains.h"
+
+#include <algorithm>
+#include <map>
+
+#include "model/subchains_graph.h"
+
+namespace npufuse::model {
+
+namespace {
+
+using namespace subchains;
+
+// The first component under the block's `self`: "self.mlp.experts[]" -> "self.mlp".
+std::string top_scope(const std::string& scope) {
+  if (scope.rfind("self.", 0) != 0) return "";
+  size_t end = scope.find_first_of(".[", 5);
+  return scope.substr(0, end);
+}
+
+// A lookup that builds one attribute of one class from a chosen alternative.
+class AlternativeLookup : public SubmoduleLookup {
+ public:
+  AlternativeLookup(const SubmoduleLookup& base, const ClassDecl& owner, std::string attribute, const ModuleCtor& ctor)
+      : base_(base), owner_(owner), attribute_(std::move(attribute)), ctor_(ctor) {}
+  const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const override {
+    if (owner.node == owner_.node && attribute == attribute_) return &ctor_;
+    return base_.find(owner, attribute);
+  }
+  std::string callable_op(const ClassDecl& owner, std::string_view attribute) const override {
+    return base_.callable_op(owner, attribute);
+  }
+
+ private:
+  const SubmoduleLookup& base_;
+  const ClassDecl& owner_;
+  std::string attribute_;
+  const ModuleCtor& ctor_;
+};
+
+struct ModuleOps {
+  std::string scope;
+  ModuleRole role = ModuleRole::Unknown;
+  std::string class_name;
+  std::vector<int> ops;
+};
+
+ModuleRole role_of(const RoleTable& roles, const ModuleCtor* ctor) { return ctor ? roles.role_of(*ctor) : ModuleRole::Unknown; }
+
+std::string ctor_name(const ModuleCtor* ctor) {
+  if (!ctor) return "";
+  return ctor->local ? std::string(ctor->local->node->name) : ctor->qualified;
+}
+
+const std::vector<std::string>& expected_steps(const std::string& module, bool q_latent) {
+  static const std::vector<std::string> attention = {"input_norm",     "qkv_projection", "rope",         "cache_write",
+                                                     "attention_core", "o_projection",   "residual_add"};
+  static const std::vector<std::string> mla = {"input_norm", "q_down", "q_norm", "q_up", "kv_down", "kv_norm", "nope_rope_split",
+                                               "rope", "cache_write", "attention_core", "o_projection", "residual_add"};
+  static const std::vector<std::string> mla_no_q_latent = {"input_norm", "kv_down", "kv_norm", "nope_rope_split", "rope",
+                                                           "cache_write", "attention_core", "o_projection", "residual_add"};
+  static const std::vector<std::string> moe = {"post_norm", "gate", "topk", "dispatch", "experts", "combine", "residual_add"};
+  static const std::vector<std::string> ffn = {"post_norm", "gate_up_projection", "activation", "down_projection", "residual_add"};
+  static const std::vector<std::string> indexer = {"index_q", "index_k", "index_score", "index_topk"};
+  static const std::vector<std::string> none;
+  if (module == "attention") return attention;
+  if (module == "mla") return q_latent ? mla : mla_no_q_latent;
+  if (module == "moe") return moe;
+  if (module == "ffn") return ffn;
+  if (module == "indexer") return indexer;
+  return none;
+}
+
+void fill_missing(ModuleChain& chain) {
+  bool q_latent = false;
+  for (const SubChainStep& s : chain.steps) q_latent = q_latent || s.kind == "q_down";
+  for (const std::string& kind : expected_steps(chain.module, q_latent)) {
+    bool found = std::any_of(chain.steps.begin(), chain.steps.end(), [&](const SubChainStep& s) { return s.kind == kind; });
+    if (!found && std::find(chain.missing.begin(), chain.missing.end(), kind) == chain.missing.end()) chain.missing.push_back(kind);
+  }
+}
+
+void sort_steps(ModuleChain& chain) {
+  std::stable_sort(chain.steps.begin(), chain.steps.end(), [](const SubChainStep& a, const SubChainStep& b) {
+    int fa = a.ops.empty() ? 0 : a.ops.front();
+    int fb = b.ops.empty() ? 0 : b.ops.front();
+    return fa < fb;
+  });
+}
+
+// Splits the graph's ops by the block's submodules and runs each module's finder.
+std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& sources, const RoleTable& roles,
+                                       const SubmoduleLookup& lookup, const ClassDecl& cls, const std::string& instance,
+                                       const std::string* only_scope) {
+  (void)sources;
+  std::vector<ModuleOps> modules;
+  std::map<std::string, size_t> index;
+  std::vector<int> block_ops;
+  for (const DataflowOp& o : bg.g.ops) {
+    std::string top = top_scope(o.scope);
+    const ModuleCtor* ctor = top.empty() ? nullptr : lookup.find(cls, top.substr(5));
+    ModuleRole role = role_of(roles, ctor);
+    bool chain_role = role == ModuleRole::Attention || role == ModuleRole::MoE || role == ModuleRole::Mlp ||
+                      role == ModuleRole::AttentionCore || role == ModuleRole::Indexer;
+    if (!chain_role) {
+      block_ops.push_back(o.id);
+      continue;
+    }
+    auto [it, fresh] = index.try_emplace(top, modules.size());
+    if (fresh) modules.push_back(ModuleOps{top, role, ctor_name(ctor), {}});
+    modules[it->second].ops.push_back(o.id);
+  }
+
+  std::vector<ModuleChain> chains;
+  std::vector<std::vector<int>> chain_ops;
+  for (const ModuleOps& m : modules) {
+    // An indexer inside the attention module is its own chain.
+    std::vector<int> own = m.ops;
+    if (m.role == ModuleRole::Attention || m.role == ModuleRole::AttentionCore) {
+      const ModuleCtor* attn = lookup.find(cls, m.scope.substr(5));
+      std::map<std::string, std::vector<int>> indexers;
+      if (attn && attn->local) {
+        std::vector<int> rest;
+        for (int id : m.ops) {
+          const std::string& sc = bg.op(id).scope;
+          std::string sub = sc.size() > m.scope.size() + 1 && sc[m.scope.size()] == '.' ? sc.substr(m.scope.size() + 1) : "";
+          sub = sub.substr(0, sub.find_first_of(".["));
+          const ModuleCtor* c = sub.empty() ? nullptr : lookup.find(*attn->local, sub);
+          if (c && roles.role_of(*c) == ModuleRole::Indexer) indexers[m.scope + "." + sub].push_back(id);
+          else rest.push_back(id);
+        }
+        own = rest;
+      }
+      for (const auto& [scope, ops] : indexers) {
+        ModuleChain ic;
+        ic.module = "indexer";
+        ic.instance = instance + scope.substr(4);
+        find_indexer_steps(bg, scope, ops, ic);
+        ic.class_name = ops.empty() ? "" : "";
+        chains.push_back(std::move(ic));
+        chain_ops.push_back(ops);
+      }
+    }
+    ModuleChain c;
+    c.class_name = m.class_name;
+    c.instance = instance + m.scope.substr(4);
+    if (m.role == ModuleRole::MoE) {
+      c.module = "moe";
+      find_moe_steps(bg, m.scope, own, c);
+    } else if (m.role == ModuleRole::Mlp) {
+      c.module = "ffn";
+      find_ffn_steps(bg, m.scope, own, c);
+    } else if (m.role == ModuleRole::Indexer) {
+      c.module = "indexer";
+      find_indexer_steps(bg, m.scope, own, c);
+    } else {
+      c.module = "attention";
+      find_attention_steps(bg, m.scope, own, c);
+    }
+    chains.push_back(std::move(c));
+    chain_ops.push_back(own);
+  }
+
+  // Block-level norms go to the module their output reaches first.
+  size_t n = bg.size();
+  std::vector<int> module_of(n, -1);
+  for (size_t i = 0; i < chain_ops.size(); ++i)
+    for (int id : chain_ops[i]) module_of[static_cast<size_t>(id)] = static_cast<int>(i);
+  for (const Norm& nm : norms_in(bg, block_ops)) {
+    OpSet down = bg.downstream(set_of(n, nm.ops));
+    for (int id : members(down)) {
+      int m = module_of[static_cast<size_t>(id)];
+      if (m < 0 || chains[static_cast<size_t>(m)].module == "indexer") continue;
+      const std::string& kind = chains[static_cast<size_t>(m)].module;
+      bool attention = kind == "attention" || kind == "mla";
+      bool has = std::any_of(chains[static_cast<size_t>(m)].steps.begin(), chains[static_cast<size_t>(m)].steps.end(),
+                             [&](const SubChainStep& s) { return s.kind == (attention ? "input_norm" : "post_norm"); });
+      if (!has)
+        for (SubChainStep& s : make_steps(bg, attention ? "input_norm" : "post_norm", nm.ops, nm.key))
+          chains[static_cast<size_t>(m)].steps.push_back(std::move(s));
+      break;
+    }
+  }
+  // Residual adds: the stream (from the block's inputs) plus a module's output.
+  std::vector<int> inputs;
+  for (const DataflowOp& o : bg.g.ops)
+    if (o.cls == OpClass::Input) inputs.push_back(o.id);
+  OpSet from_inputs = bg.downstream(set_of(n, inputs));
+  for (int i : inputs) from_inputs[static_cast<size_t>(i)] = 1;
+  std::vector<OpSet> after_module;
+  for (const std::vector<int>& ops : chain_ops) after_module.push_back(bg.downstream(set_of(n, ops)));
+  for (int id : block_ops) {
+    const DataflowOp& o = bg.op(id);
+    if (o.name != "add" || o.inputs.size() != 2) continue;
+    int best = -1;
+    for (size_t m = 0; m < chain_ops.size(); ++m) {
+      if (chains[m].module == "indexer") continue;
+      auto from_m = [&](int v) {
+        int p = bg.producer(v).id;
+        return after_module[m][static_cast<size_t>(p)] || module_of[static_cast<size_t>(p)] == static_cast<int>(m);
+      };
+      bool a = from_m(o.inputs[0]), b = from_m(o.inputs[1]);
+      int other = a ? o.inputs[1] : o.inputs[0];
+      if (a == b || !from_inputs[static_cast<size_t>(bg.producer(other).id)]) continue;
+      if (best < 0 || chain_ops[m].back() > chain_ops[static_cast<size_t>(best)].back()) best = static_cast<int>(m);
+    }
+    if (best < 0) continue;
+    std::string detail = o.scope == "self" ? "residual + module output" : "inside " + o.scope + " (add fused with the next norm)";
+    for (SubChainStep& s : make_steps(bg, "residual_add", {id}, detail)) chains[static_cast<size_t>(best)].steps.push_back(std::move(s));
+  }
+
+  OpSet block_steps = make_set(n);
+  for (const ModuleChain& c : chains)
+    for (const SubChainStep& s : c.steps)
+      for (int id : s.ops) block_steps[static_cast<size_t>(id)] = 1;
+  std::vector<ModuleChain> out;
+  for (size_t i = 0; i < chains.size(); ++i) {
+    ModuleChain& c = chains[i];
+    if (only_scope && c.instance != instance + only_scope->substr(4)) continue;
+    sort_steps(c);
+    fill_missing(c);
+    find_escapes(bg, chain_ops[i], block_steps, c);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTable& roles, const ModelStructure& structure,
+                                        const SubmoduleLookup& lookup, const std::vector<BranchCondition>& branches,
+                                        const CacheOrganisation& kv_cache) {
+  std::vector<BlockChains> out;
+  if (!structure.blocks.node) return out;
+  const ModuleNode& node = *structure.blocks.node;
+  const ClassDecl* cls = sources.find_class(node.class_name);
+  if (!cls) return out;
+  BlockChains block;
+  block.block_class = node.class_name;
+  block.instance = node.path;
+
+  FunctionDataflow g = build_inlined_forward(sources, *cls, lookup);
+  BlockGraph bg{g, branches, kv_cache};
+  block.modules = analyse_block(bg, sources, roles, lookup, *cls, node.path, nullptr);
+
+  // Submodules built under alternatives (`MLP(...) if dense else MoE(...)`):
+  // each other alternative is analysed in a forward built with it.
+  if (const ClassInstance* inst = roles.standalone(cls->node->name)) {
+    std::map<std::string, std::vector<const Attribute*>> alternatives;
+    for (const Attribute& a : inst->attributes)
+      if (a.kind == AttributeKind::Submodule && a.module.local) alternatives[a.name].push_back(&a);
+    for (const auto& [name, alts] : alternatives) {
+      if (alts.size() < 2) continue;
+      const ModuleCtor* chosen = lookup.find(*cls, name);
+      std::string scope = "self." + name;
+      for (ModuleChain& m : block.modules)
+        if (m.instance == node.path + "." + name)
+          for (const Attribute* a : alts)
+            if (&a->module == chosen) m.alternative = a->module.written + (a->condition.empty() ? "" : " if " + a->condition);
+      for (const Attribute* a : alts) {
+        if (&a->module == chosen || (chosen && a->module.local == chosen->local)) continue;
+        AlternativeLookup alt(lookup, *cls, name, a->module);
+        FunctionDataflow ag = build_inlined_forward(sources, *cls, alt);
+        BlockGraph abg{ag, branches, kv_cache};
+        for (ModuleChain& m : analyse_block(abg, sources, roles, alt, *cls, node.path, &scope)) {
+          m.alternative = a->module.written + (a->condition.empty() ? "" : " if " + a->condition);
+          m.default_graph = false;
+          block.modules.push_back(std::move(m));
+        }
+      }
+    }
+  }
+  out.push_back(std::move(block));
+  return out;
+}
+
+}  // namespace npufuse::model

@@ -1,0 +1,96 @@
+// Tensor layout of the query at the attention core: the last reshape/view
+// that splits heads before the core, then the transposes after it; an einsum
+// core's subscripts say it directly.
+#include <vector>
+
+#include "model/subchains_graph.h"
+
+namespace npufuse::model::subchains {
+
+namespace {
+
+std::string at(const DataflowOp& o) { return (o.file ? o.file->path : std::string("?")) + ":" + std::to_string(o.line); }
+
+// Shape arguments of a view/reshape (inputs after the receiver); -1 when one is starred.
+int shape_rank(const DataflowOp& o) {
+  for (const std::string& a : o.attrs)
+    if (!a.empty() && a[0] == '*') return -1;
+  return static_cast<int>(o.inputs.size()) - 1;
+}
+
+// The literal arguments after the receiver ("0", "2", "1", "3"); "?" for a computed one.
+std::string literal_args(const BlockGraph& bg, const DataflowOp& o) {
+  std::string out;
+  for (size_t i = 1; i < o.inputs.size(); ++i) {
+    const DataflowOp& p = bg.producer(o.inputs[i]);
+    std::string lit = p.cls == OpClass::Constant && !p.attrs.empty() ? p.attrs[0] : "?";
+    if (p.name == "neg" && p.inputs.size() == 1 && p.attrs.empty()) lit = "-" + literal_args(bg, p);
+    out += (out.empty() ? "" : ",") + lit;
+  }
+  return out;
+}
+
+bool swaps_seq_and_heads(const BlockGraph& bg, const DataflowOp& o) {
+  std::string args = literal_args(bg, o);
+  if (o.name == "transpose") return args == "1,2" || args == "2,1";
+  if (o.name == "permute") return args == "0,2,1,3";
+  return false;
+}
+
+}  // namespace
+
+CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops) {
+  CoreLayout layout;
+  if (qk_ops.empty()) return layout;
+  const DataflowOp& core = bg.op(qk_ops.front());
+  if (core.inputs.empty()) return layout;
+  if (core.name == "einsum") {
+    // einsum("bshd,bthd->bsht", q, k): the query operand's subscripts.
+    std::string t = bg.text(core);
+    size_t quote = t.find('"') != std::string::npos ? t.find('"') : t.find('\'');
+    if (quote != std::string::npos) {
+      std::string eq = t.substr(quote + 1, t.find(',', quote) - quote - 1);
+      if (eq.size() == 4) layout.layout = (eq[1] == 'h' || eq[1] == 'n') ? "BNSD" : "BSND";
+      else if (eq.size() == 3) layout.layout = "TND";
+      if (layout.layout != "unknown") {
+        layout.evidence = "einsum subscripts \"" + eq + "\" of the query at " + at(core);
+        return layout;
+      }
+    }
+  }
+  // The query operand: the first input that is data (not the callee of a
+  // dispatch call, not a constant or an attribute such as `self`).
+  int v = -1;
+  for (size_t i = 0; i < core.inputs.size() && v < 0; ++i) {
+    if (i < core.attrs.size() && core.attrs[i] == "callee=") continue;
+    OpClass c = bg.source(core.inputs[i]).cls;
+    if (c != OpClass::Constant && c != OpClass::Attribute) v = core.inputs[i];
+  }
+  if (v < 0) return layout;
+  // The views on the query's data path: the head split closest to the core,
+  // then the transposes after it.
+  OpSet path = bg.data_upstream({v});
+  const DataflowOp* split = nullptr;
+  for (int id : members(path)) {
+    const DataflowOp& o = bg.op(id);
+    if (o.cls == OpClass::View && (o.name == "view" || o.name == "reshape") && shape_rank(o) >= 2) split = &o;
+  }
+  if (!split) return layout;
+  int rank = shape_rank(*split);
+  std::string evidence = "`" + bg.text(*split) + "` at " + at(*split);
+  if (rank == 4) layout.layout = "BSND";
+  else if (rank == 3) layout.layout = "TND";
+  else if (rank == 2) layout.layout = "BSH";
+  for (int id : members(path)) {
+    const DataflowOp& o = bg.op(id);
+    if (id <= split->id || !swaps_seq_and_heads(bg, o)) continue;
+    if (layout.layout == "BSND" || layout.layout == "BNSD") {
+      layout.layout = layout.layout == "BSND" ? "BNSD" : "BSND";
+      evidence += ", then `" + bg.text(o) + "` at " + at(o);
+    }
+  }
+  layout.evidence = evidence;
+  return layout;
+}
+
+}  // namespace npufuse::model::subchains
