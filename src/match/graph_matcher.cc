@@ -91,6 +91,8 @@ class Walk {
     a.binding_passed = s.binding_passed;
     a.matched = ok ? s_.matched : best_.matched;
     a.optional_skipped = s.skipped;
+    for (const std::string& b : s.branches)
+      if (std::find(a.branches.begin(), a.branches.end(), b) == a.branches.end()) a.branches.push_back(b);
     for (int v : p_.anchors) {
       int pv = through_casts(pg_, v);
       const DataflowOp& op = pg_.producer_of(pv);
@@ -123,6 +125,7 @@ class Walk {
     std::vector<int> binding_passed;
     int matched = 0;
     int skipped = 0;
+    std::vector<std::string> branches;  // conditions of the branches a phi was entered through
   };
   struct Failure {
     int matched = -1;
@@ -251,6 +254,8 @@ class Walk {
       for (int in : T.inputs) {
         State saved = s_;
         s_.passed.push_back(T.id);
+        const std::string& branch = tg_.producer_of(through_casts(tg_, in)).condition;
+        if (branch != T.condition && !branch.empty()) s_.branches.push_back(branch);
         if (value(pv, in)) return true;
         s_ = std::move(saved);
       }

@@ -21,6 +21,7 @@ struct Attempt {
   std::vector<int> binding_passed;  // target casts/views passed on the way to a parameter's value
   int matched = 0;                  // pattern ops matched (on failure: at the deepest point reached)
   int optional_skipped = 0;
+  std::vector<std::string> branches;  // branch conditions the match depends on
   // On failure: why, where, and the steps that led there (outermost first).
   std::string reason;
   int failed_at = -1;               // target op the failure was found at

@@ -222,6 +222,23 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
         }
         m.bindings.push_back(std::move(b));
       }
+      // A returned value that is one input of a branch merge holds only on its branch.
+      std::vector<std::string> branches = a.branches;
+      for (int v : a.anchors) {
+        if (v < 0) continue;
+        const DataflowOp& producer = target.producer_of(v);
+        for (int r : index.readers[static_cast<size_t>(v)])
+          if (target.ops[static_cast<size_t>(r)].name == "phi" && !producer.condition.empty() &&
+              producer.condition != target.ops[static_cast<size_t>(r)].condition &&
+              std::find(branches.begin(), branches.end(), producer.condition) == branches.end())
+            branches.push_back(producer.condition);
+      }
+      // Both sides of one `if` cannot hold at once.
+      bool contradictory = std::any_of(branches.begin(), branches.end(), [&](const std::string& b) {
+        return std::find(branches.begin(), branches.end(), "not (" + b + ")") != branches.end();
+      });
+      if (contradictory) continue;
+      for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
       m.escapes = escapes_of(index, ops, a.anchors);
       m.spans = spans_of(target, ops);
       m.hints = hints_for(p, target);

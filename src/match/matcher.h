@@ -49,6 +49,9 @@ struct Match {
   // Where the matched ops are: the first and last line per file (one entry
   // per file touched, in the order the ops appear).
   std::vector<model::SourceSpan> spans;
+  // Non-empty when the match goes through one branch of an `if` whose other
+  // branch computes something else: the conditions it needs, joined by " and ".
+  std::string condition;
   double confidence = 1.0;           // < 1 when only part of the pattern is optional-matched
   std::vector<std::string> hints;    // class names / decorators that agreed ("class LlamaRMSNorm")
 };

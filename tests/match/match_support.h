@@ -2,6 +2,7 @@
 // Shared by the matcher tests: every rule in rules/ compiled once, and the
 // graphs a Python file offers to the matcher (each module-level function's
 // dataflow and each class's inlined forward).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,8 @@ inline std::string wrapper_class_text(const frontend::ast::FunctionDef& fn) {
   const frontend::ast::arguments* a = fn.args;
   for (const frontend::ast::arg* p : a->posonlyargs) params.emplace_back(p->arg);
   for (const frontend::ast::arg* p : a->args) params.emplace_back(p->arg);
+  // Parameters with defaults keep them (`unsqueeze_dim=1` stays the literal 1).
+  params.resize(params.size() - std::min(params.size(), static_cast<size_t>(a->defaults.size)));
   std::string list;
   for (const std::string& p : params) list += ", " + p;
   std::string call;
