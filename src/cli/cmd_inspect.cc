@@ -36,7 +36,7 @@ std::string dataflow_text(const model::SourceSet& sources, const model::ModelCon
   model::ConfigSchema schema = model::ConfigSchema::discover(sources);
   model::Evaluator ev(sources, config, schema);
   model::RoleTable roles = model::RoleTable::infer(sources, ev);
-  model::RoleTableSubmodules lookup(roles);
+  model::RoleTableSubmodules lookup(roles, &config);
   return model::build_inlined_forward(sources, *cls, lookup).dump();
 }
 

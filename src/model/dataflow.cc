@@ -63,8 +63,24 @@ class OpPrinter {
   // A value as an argument: literals inline (pow(v1, 2) rather than pow(v1, v2)).
   std::string arg(int v) const {
     const DataflowOp& p = g_.producer_of(v);
-    if (p.cls == OpClass::Constant && !p.attrs.empty()) return p.attrs[0];
+    if (p.cls == OpClass::Constant && !p.attrs.empty()) return literal(p.attrs[0]);
     return fmt::format("v{}", v);
+  }
+
+  // A literal on one line: a message string spread over lines (implicit
+  // concatenation) would otherwise break the one-op-per-line form.
+  static std::string literal(const std::string& text) {
+    std::string out;
+    bool space = false;
+    for (char c : text) {
+      bool blank = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+      if (blank && !space && !out.empty()) out += ' ';
+      space = blank;
+      if (!blank) out += c;
+    }
+    constexpr size_t kMax = 48;
+    if (out.size() > kMax) out = out.substr(0, kMax - 3) + "...";
+    return out;
   }
 
   // The right-hand side of one op.
@@ -78,7 +94,7 @@ class OpPrinter {
     if (!labelled(op)) {
       // attrs are a payload (a literal's text, a parameter's name, an expression kind), not argument labels.
       std::string payload;
-      for (const std::string& a : op.attrs) payload += (payload.empty() ? "" : ", ") + a;
+      for (const std::string& a : op.attrs) payload += (payload.empty() ? "" : ", ") + literal(a);
       if (op.inputs.empty()) return fmt::format("{}({})", op.name, payload);
       return fmt::format("{}[{}]({})", op.name, payload, plain_args(op));
     }

@@ -56,8 +56,14 @@ struct Callee {
   std::string text;
   std::string why_unresolved;
   std::string guard;
+  // A submodule held in a local (`expert = self.experts[i]`): the attribute
+  // and "[]" when an element of a module list was picked.
+  std::string submodule;
+  std::string suffix;
 
-  bool operator==(const Callee& o) const { return fn == o.fn && text == o.text && guard == o.guard; }
+  bool operator==(const Callee& o) const {
+    return fn == o.fn && text == o.text && guard == o.guard && submodule == o.submodule && suffix == o.suffix;
+  }
 };
 using CalleeEnv = std::map<std::string, std::vector<Callee>>;
 
@@ -288,7 +294,17 @@ class Builder {
       if (const FunctionDecl* f = sources_.find_function(id)) return {Callee{f, id, "", ""}};
       return {};
     }
+    if (auto* a = ast::as<ast::Attribute>(e)) {
+      auto* base = ast::as<ast::Name>(a->value);
+      if (base && base->id == "self") return {submodule_callee(std::string(a->attr), "", e)};
+      return {};
+    }
     if (auto* s = ast::as<ast::Subscript>(e)) {
+      if (auto* a = ast::as<ast::Attribute>(s->value)) {
+        auto* base = ast::as<ast::Name>(a->value);
+        if (base && base->id == "self") return {submodule_callee(std::string(a->attr), "[]", e)};
+        return {};
+      }
       auto* table = ast::as<ast::Name>(s->value);
       if (!table || !module_level(std::string(table->id))) return {};
       return {dispatch_callee(*s)};
@@ -307,6 +323,14 @@ class Builder {
       return out;
     }
     return {};
+  }
+
+  Callee submodule_callee(const std::string& attr, const std::string& suffix, const ast::expr* e) {
+    Callee c;
+    c.text = std::string(file_->text_of(e));
+    c.submodule = attr;
+    c.suffix = suffix;
+    return c;
   }
 
   Callee dispatch_callee(const ast::Subscript& s) {
@@ -350,7 +374,10 @@ class Builder {
     std::vector<int> results;
     for (const Callee& alt : alts) {
       if (!alt.guard.empty()) conditions_.push_back(alt.guard);
-      if (alt.fn && can_inline(alt.fn->node)) {
+      int v = alt.submodule.empty() ? -1 : submodule_call(alt.submodule, alt.suffix, ins, labels, c);
+      if (v >= 0) {
+        results.push_back(v);
+      } else if (alt.fn && can_inline(alt.fn->node)) {
         results.push_back(inline_function(*alt.fn->node, *alt.fn->file, ins, labels, self_path_, cls_, c));
       } else {
         std::vector<int> args = ins;
@@ -358,7 +385,7 @@ class Builder {
         args.insert(args.begin(), callee_value);
         arg_labels.insert(arg_labels.begin(), "callee=");
         int op = emit("call:" + alt.text, OpClass::Call, args, arg_labels, 1, c);
-        if (!alt.fn) {
+        if (!alt.fn && alt.submodule.empty()) {
           g_.ops[static_cast<size_t>(op)].unresolved = true;
           g_.ops[static_cast<size_t>(op)].unresolved_reason = alt.why_unresolved;
         }

@@ -158,5 +158,32 @@ TEST(DispatchTable, FunctionChosenByATernaryCarriesEachCondition) {
   EXPECT_EQ(g.producer_of(g.returns[0]).name, "phi");
 }
 
+TEST(DispatchTable, SubmoduleHeldInALocalIsInlined) {
+  std::string text =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Expert(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.w = nn.Linear(4, 4)\n"
+      "    def forward(self, x):\n"
+      "        return torch.relu(self.w(x))\n"
+      "class Experts(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.experts = nn.ModuleList([Expert() for _ in range(4)])\n"
+      "    def forward(self, x):\n"
+      "        out = torch.zeros_like(x)\n"
+      "        for i in range(4):\n"
+      "            expert = self.experts[i]\n"
+      "            out = out + expert(x)\n"
+      "        return out\n";
+  auto b = build(text, nullptr, "Experts");
+  const FunctionDataflow& g = b->graph;
+  EXPECT_EQ(count(g, "relu"), 1u) << g.dump();
+  EXPECT_EQ(count(g, "linear"), 1u);
+  for (const DataflowOp& op : g.ops) EXPECT_NE(op.cls, OpClass::Call) << op.name;
+}
+
 }  // namespace
 }  // namespace npufuse::model
