@@ -69,12 +69,26 @@ std::string join(const std::set<std::string>& s) {
   return out.empty() ? "-" : out;
 }
 
+// pending_fixtures.txt: fixtures not met yet, each with what is missing.
+std::map<std::string, std::string> pending_fixtures() {
+  std::map<std::string, std::string> out;
+  std::ifstream in(std::string(NPUFUSE_SOURCE_DIR) + "/tests/match/pending_fixtures.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto gap = line.find("  ");
+    out[line.substr(0, gap)] = gap == std::string::npos ? "" : line.substr(gap + 2);
+  }
+  return out;
+}
+
 TEST(Fixtures, EveryFixtureMeetsItsExpectation) {
   std::vector<FixtureOutcome> all;
   for (const fs::path& p : fixture_files()) all.push_back(run_fixture(p));
   ASSERT_GT(all.size(), 100u);
-  std::string matrix;
-  int wrong = 0;
+  std::map<std::string, std::string> pending = pending_fixtures();
+  std::string wrong_list, fixed_list;
+  int wrong = 0, fixed = 0, met = 0;
   for (const FixtureOutcome& o : all) {
     bool ok;
     std::string detail;
@@ -86,11 +100,31 @@ TEST(Fixtures, EveryFixtureMeetsItsExpectation) {
       ok = !o.matched.count(o.rule) && near;
       detail = near ? " near-miss: " + o.near.at(o.rule) : " (no near-miss)";
     }
-    if (ok) continue;
+    bool listed = pending.count(o.file) > 0;
+    if (ok) ++met;
+    if (ok && listed) {
+      ++fixed;
+      fixed_list += "  " + o.file + "\n";
+    }
+    if (ok || listed) continue;
     ++wrong;
-    matrix += "  " + o.file + "  expect " + o.expect + " " + o.rule + "  matched: " + join(o.matched) + detail + "\n";
+    wrong_list += "  " + o.file + "  expect " + o.expect + " " + o.rule + "  matched: " + join(o.matched) + detail + "\n";
   }
-  EXPECT_EQ(wrong, 0) << wrong << " of " << all.size() << " fixtures wrong:\n" << matrix;
+  EXPECT_EQ(wrong, 0) << wrong << " fixtures not met (met: " << met << " of " << all.size() << "):\n" << wrong_list;
+  EXPECT_EQ(fixed, 0) << "now met, remove from tests/match/pending_fixtures.txt:\n" << fixed_list;
+}
+
+// A no-match fixture must never match its own rule, pending or not, except
+// where the pending list says the rule still lacks the constraint.
+TEST(Fixtures, NoMatchFixturesNeverMatchTheirRule) {
+  std::map<std::string, std::string> pending = pending_fixtures();
+  for (const fs::path& p : fixture_files()) {
+    if (p.stem().string().find("_nomatch_") == std::string::npos) continue;
+    FixtureOutcome o = run_fixture(p);
+    auto it = pending.find(o.file);
+    if (it != pending.end() && it->second.rfind("wrongly matched", 0) == 0) continue;
+    EXPECT_EQ(o.matched.count(o.rule), 0u) << o.file << " matched " << o.rule;
+  }
 }
 
 }  // namespace
