@@ -36,3 +36,12 @@ if(NPUFUSE_BUILD_BENCH)
                    $<TARGET_FILE:lex_dump> /usr/lib/python3.11)
   set_tests_properties(lexer_vs_cpython_tokenize PROPERTIES TIMEOUT 300)
 endif()
+
+# The C++ rule reader against the Python one: `npufuse rules show --json` for every
+# rule (embedded copy, and the golden fixture directory) equals what
+# python/npufuse_rules reads from the same file.
+add_test(NAME rules_cli_python
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/rules/compare_with_python.py --npufuse $<TARGET_FILE:npufuse>)
+add_test(NAME rules_cli_python_fixture
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/rules/compare_with_python.py --npufuse $<TARGET_FILE:npufuse>
+                 --rules ${CMAKE_SOURCE_DIR}/tests/data/rules/fixture_rules)

@@ -56,18 +56,3 @@ Registered register_verify(CLI::App& parent) {
 }
 
 }  // namespace npufuse::cli
-
-namespace npufuse::cli {
-
-Registered register_rules(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("rules", "List and show the fusion rules");
-  cmd->require_subcommand(1);
-  static std::string id;
-  auto* list = cmd->add_subcommand("list", "List the fusion rules");
-  auto* show = cmd->add_subcommand("show", "Show one rule");
-  show->add_option("id", id, "Rule id")->required();
-  (void)list;
-  return {cmd, not_yet("rules", "the fusion rules (rules/) are not built yet")};
-}
-
-}  // namespace npufuse::cli

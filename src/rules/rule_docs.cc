@@ -142,8 +142,11 @@ RuleDoc read_rule_doc(const model::ModelFile& file, const ast::Constant* text_no
       error_at(heading_lines[i], what + ": missing section '" + *missing + "' before '" + found + "'");
     next = static_cast<size_t>(at - headings.begin()) + 1;
   }
-  for (size_t i = next; i < headings.size(); ++i)
-    errors.at(file, text_node, what + ": missing section '" + headings[i] + "'");
+  if (next < headings.size()) {
+    std::string missing;
+    for (size_t i = next; i < headings.size(); ++i) missing += (missing.empty() ? "'" : ", '") + headings[i] + "'";
+    errors.at(file, text_node, what + ": missing section" + (headings.size() - next > 1 ? "s " : " ") + missing);
+  }
   return doc;
 }
 

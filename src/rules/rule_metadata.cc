@@ -260,9 +260,20 @@ const std::vector<std::string>& required_keys() {
 
 void read_rule_metadata(const model::ModelFile& file, const ast::Dict* literal, const std::string& stem, Rule& rule,
                         LoadErrors& errors) {
-  auto json = literal_to_json(file, literal, errors);
-  if (!json) return;
-  rule.literal = *json;
+  // Key by key, so that one bad value does not hide the mistakes in the others.
+  for (size_t i = 0; i < literal->keys.size; ++i) {
+    const auto* key = ast::as<ast::Constant>(literal->keys[i]);
+    if (!key || key->value.kind != ast::ConstantKind::Str) {
+      errors.at(file, literal->keys[i] ? literal->keys[i] : literal->values[i], "RULE keys must be strings");
+      continue;
+    }
+    std::string name = ast::constant_string(key->value);
+    if (rule.literal.contains(name)) {
+      errors.at(file, key, "duplicate RULE key '" + name + "'");
+      continue;
+    }
+    if (auto value = literal_to_json(file, literal->values[i], errors)) rule.literal[name] = std::move(*value);
+  }
   MetadataReader reader(file, errors);
   const auto& readers = key_readers();
   std::vector<std::string> known;
@@ -275,8 +286,12 @@ void read_rule_metadata(const model::ModelFile& file, const ast::Dict* literal, 
     }
     it->second(reader, e.field, rule);
   }
+  std::set<std::string> written;
+  for (const ast::expr* k : literal->keys)
+    if (const auto* c = ast::as<ast::Constant>(k); c && c->value.kind == ast::ConstantKind::Str)
+      written.insert(ast::constant_string(c->value));
   for (const auto& key : required_keys())
-    if (!rule.literal.contains(key)) reader.error(literal, "RULE lacks '" + key + "'");
+    if (!written.count(key)) reader.error(literal, "RULE lacks '" + key + "'");
 
   std::string expected_id = rule.family + "." + stem;
   for (const auto& e : reader.entries({literal, rule.literal}))
