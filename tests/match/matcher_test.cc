@@ -1,0 +1,137 @@
+// Matcher behaviours on small hand-written models, one behaviour per test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "match_support.h"
+
+namespace npufuse::match {
+namespace {
+
+// A rule built from a search function's text, without RULE metadata.
+struct TextRule {
+  model::SourceSet sources;
+  rules::Rule rule;
+};
+
+std::unique_ptr<TextRule> text_rule(const std::string& id, const std::string& text, nlohmann::json match = nlohmann::json::object()) {
+  auto r = std::make_unique<TextRule>(TextRule{model::SourceSet::from_texts({{"rule.py", "import torch\n" + text}}), {}});
+  r->rule.id = id;
+  r->rule.path = "rule.py";
+  r->rule.match = std::move(match);
+  r->rule.sources = &r->sources;
+  r->rule.file = r->sources.files().front().get();
+  for (const frontend::ast::stmt* s : r->rule.file->parsed->module->body)
+    if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s); fn && std::string(fn->name).rfind("search", 0) == 0)
+      r->rule.searches.push_back(fn);
+  return r;
+}
+
+struct Target {
+  model::SourceSet sources;
+  model::FunctionDataflow graph;
+};
+
+std::unique_ptr<Target> function_graph(const std::string& text) {
+  auto t = std::make_unique<Target>(Target{model::SourceSet::from_texts({{"model.py", "import torch\n" + text}}), {}});
+  const model::ModelFile& f = *t->sources.files().front();
+  for (const frontend::ast::stmt* s : f.parsed->module->body)
+    if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s)) t->graph = model::build_dataflow(t->sources, f, *fn);
+  return t;
+}
+
+const char* kNorm =
+    "def search(x, w, eps):\n"
+    "    h = x.float()\n"
+    "    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)\n";
+
+TEST(Matcher, KeywordAndPositionalArgumentsAndOperandOrderAgree) {
+  auto rule = text_rule("t.norm", kNorm);
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(a, g):\n"
+      "    v = a.to(torch.float32)\n"
+      "    v = torch.rsqrt(1e-6 + torch.mean(v * v, dim=-1, keepdim=True)) * v\n"
+      "    return v.type_as(a) * g\n");
+  MatchResult r = match_patterns(ps, t->graph);
+  ASSERT_EQ(r.matches.size(), 1u) << t->graph.dump();
+  const Match& m = r.matches[0];
+  EXPECT_EQ(m.bindings[0].text, "a");
+  EXPECT_EQ(m.bindings[1].text, "g");
+  EXPECT_EQ(m.bindings[2].text, "1e-6");
+  EXPECT_TRUE(m.escapes.empty());
+  ASSERT_EQ(m.spans.size(), 1u);
+  EXPECT_EQ(m.spans[0].line, 3);
+  EXPECT_EQ(m.spans[0].end_line, 5);
+}
+
+TEST(Matcher, IntermediateReadOutsideTheMatchEscapes) {
+  auto rule = text_rule("t.norm", kNorm);
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    return g * (h * r).to(a.dtype), r\n");
+  MatchResult r = match_patterns(ps, t->graph);
+  ASSERT_EQ(r.matches.size(), 1u);
+  ASSERT_EQ(r.matches[0].escapes.size(), 1u);
+  EXPECT_EQ(r.matches[0].escapes[0].how, "returned");
+}
+
+TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
+  auto rule = text_rule("t.norm", kNorm);
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    return g * (h * torch.rsqrt(h.pow(2).sum(-1, keepdim=True) + eps)).to(a.dtype)\n");
+  MatchResult r = match_patterns(ps, t->graph);
+  EXPECT_TRUE(r.matches.empty());
+  ASSERT_EQ(r.near_misses.size(), 1u);
+  EXPECT_EQ(r.near_misses[0].reason, "expected mean(...), found sum(...) at model.py:4");
+  EXPECT_FALSE(r.near_misses[0].trace.empty());
+}
+
+TEST(Matcher, ParameterUsedTwiceMustBeOneValue) {
+  auto rule = text_rule("t.sq", "def search(x):\n    return x * torch.sigmoid(x)\n");
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  EXPECT_EQ(match_patterns(ps, function_graph("def f(a):\n    return torch.sigmoid(a.float()) * a\n")->graph).matches.size(), 1u);
+  EXPECT_TRUE(match_patterns(ps, function_graph("def f(a, b):\n    return a * torch.sigmoid(b)\n")->graph).matches.empty());
+}
+
+TEST(Matcher, OptionalStepMayBeAbsent) {
+  const char* text = "def search(q, k):\n    return torch.matmul(q, torch.repeat_interleave(k, dim=1, repeats=2))\n";
+  auto strict = text_rule("t.a", text);
+  auto loose = text_rule("t.a", text, {{"optional", {"repeat_interleave"}}});
+  auto t = function_graph("def f(q, k):\n    return q @ k\n");
+  EXPECT_TRUE(match_patterns(compile_rule(strict->rule), t->graph).matches.empty());
+  std::vector<Pattern> ps = compile_rule(loose->rule);
+  MatchResult r = match_patterns(ps, t->graph);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_LT(r.matches[0].confidence, 1.0);
+}
+
+TEST(Matcher, UnknownMatchKeyIsAnErrorNamingTheRuleFile) {
+  auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"optionals", {"add"}}});
+  try {
+    compile_rule(rule->rule);
+    FAIL() << "no error";
+  } catch (const rules::RuleError& e) {
+    EXPECT_NE(std::string(e.what()).find("rule.py: RULE[\"match\"]: unknown key \"optionals\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(Matcher, AllRulesOnADecoderLayerTakeMilliseconds) {
+  auto graphs = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/deepseek_v3_like/model.py", {"Block"});
+  ASSERT_FALSE(graphs->graphs.empty());
+  const auto& patterns = testing::compiled_rules().patterns;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) match_patterns(patterns, graphs->graphs[0]);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 5;
+  RecordProperty("ms_per_layer", std::to_string(ms));
+  EXPECT_LT(ms, 50.0) << graphs->graphs[0].ops.size() << " ops, " << patterns.size() << " patterns";
+}
+
+}  // namespace
+}  // namespace npufuse::match
