@@ -195,7 +195,8 @@ class Builder {
       int out = emit_value(canonical_binop(au->op), OpClass::Compute, {target, value}, {}, s, true);
       store(au->target, out, s);
     } else if (auto* e = ast::as<ast::Expr>(s)) {
-      expr(e->value);
+      // A bare literal statement is a docstring: no dataflow.
+      if (!ast::as<ast::Constant>(e->value)) expr(e->value);
     } else if (auto* r = ast::as<ast::Return>(s)) {
       if (!r->value) return;
       std::vector<int> values;
@@ -716,14 +717,29 @@ class Builder {
     size_t first = (!positional.empty() && positional[0]->arg == "self") ? 1 : 0;
     size_t pi = first;
     std::map<std::string, int> given;
+    std::set<std::string> named;
+    for (const ast::arg* p : positional) named.insert(std::string(p->arg));
+    for (const ast::arg* p : a->kwonlyargs) named.insert(std::string(p->arg));
+    // Arguments no named parameter takes go to *args / **kwargs.
+    std::vector<int> extra_positional, extra_keyword;
+    std::vector<std::string> extra_keyword_labels;
     for (size_t i = 0; i < ins.size(); ++i) {
       const std::string& label = i < labels.size() ? labels[i] : "";
       if (label.empty()) {
         if (pi < positional.size()) given[std::string(positional[pi++]->arg)] = ins[i];
-      } else if (label.back() == '=') {
+        else extra_positional.push_back(ins[i]);
+      } else if (label.back() == '=' && named.count(label.substr(0, label.size() - 1))) {
         given[label.substr(0, label.size() - 1)] = ins[i];
+      } else if (label == "*") {
+        extra_positional.push_back(ins[i]);
+      } else {
+        extra_keyword.push_back(ins[i]);
+        extra_keyword_labels.push_back(label);
       }
     }
+    if (a->vararg) bind(std::string(a->vararg->arg), emit_value("tuple", OpClass::Structure, extra_positional, {}, c));
+    if (a->kwarg)
+      bind(std::string(a->kwarg->arg), emit_value("dict", OpClass::Structure, extra_keyword, extra_keyword_labels, c));
     size_t first_default = positional.size() - a->defaults.size;
     for (size_t i = first; i < positional.size(); ++i) {
       std::string name(positional[i]->arg);
