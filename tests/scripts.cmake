@@ -45,3 +45,11 @@ add_test(NAME rules_cli_python
 add_test(NAME rules_cli_python_fixture
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/rules/compare_with_python.py --npufuse $<TARGET_FILE:npufuse>
                  --rules ${CMAKE_SOURCE_DIR}/tests/data/rules/fixture_rules)
+
+# `npufuse analyze` of every test model: the JSON plan against
+# docs/analyze.schema.json (Debian's python3-jsonschema) and the SARIF log's
+# structure.
+add_test(NAME analyze_schema
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/report/validate_analyze_outputs.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(analyze_schema PROPERTIES TIMEOUT 300)

@@ -28,17 +28,6 @@ struct PendingOptions {
 
 }  // namespace
 
-Registered register_analyze(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("analyze", "Workflow steps 2-4: match, check and review fusion candidates");
-  static PendingOptions o;
-  cmd->add_option("paths", o.paths, "Model files or directories")->required();
-  cmd->add_option("--config", o.config, "HF-style config.json");
-  cmd->add_option("--format", o.format, "md, json or sarif");
-  cmd->add_option("--lang", o.lang, "en or zh");
-  cmd->add_option("-o", o.out, "Write the report to this file");
-  return {cmd, not_yet("analyze", "the fusion rules and the plan stage are not built yet")};
-}
-
 Registered register_apply(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("apply", "Workflow step 5: patch the model, candidate by candidate");
   static PendingOptions o;

@@ -1,0 +1,115 @@
+// npufuse analyze PATH... [--config F] [--deploy F] [--chip C] [--tp N --ep N --dp N]
+//   [--quant Q] [--stage S] [--torch-npu-version V] [--rules DIR] [--catalog DIR]
+//   [--format md|json|sarif] [--lang en|zh] [-o FILE] [--timings]
+// Workflow steps 2-4: the fusion plan. Finding candidates is not an error
+// (exit 0); unreadable or malformed input is (exit 2, file:line:col).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "catalog/diagnostics.h"
+#include "cli/command.h"
+#include "frontend/diagnostic.h"
+#include "plan/analyze.h"
+#include "report/plan_json.h"
+#include "report/plan_markdown.h"
+#include "report/plan_sarif.h"
+#include "rules/ruleset.h"
+#include "util/file_io.h"
+
+namespace npufuse::cli {
+
+namespace {
+
+struct AnalyzeCliOptions {
+  plan::AnalyzeOptions analysis;
+  std::string format = "md";
+  std::string lang = "en";
+  std::string out;
+  bool timings = false;
+};
+
+// SARIF describes each rule it reports; the plan holds only rule ids, so the
+// rules are read again from the same place the analysis read them.
+std::string render_sarif(const plan::Plan& plan, const AnalyzeCliOptions& o, report::Lang lang) {
+  const std::string& dir = o.analysis.rules_dir;
+  rules::RuleSet set = dir.empty() ? rules::RuleSet::load(rules::embedded_rule_files(), "rules")
+                                   : rules::RuleSet::load(rules::directory_rule_files(dir), dir);
+  report::RuleLookup lookup = [&set](const std::string& id) { return set.find(id); };
+  return report::plan_to_sarif(plan, lookup, lang).dump(2) + "\n";
+}
+
+std::string render(const plan::Plan& plan, const AnalyzeCliOptions& o) {
+  report::Lang lang = o.lang == "zh" ? report::Lang::Zh : report::Lang::En;
+  if (o.format == "json") return report::plan_to_json(plan).dump(2) + "\n";
+  if (o.format == "sarif") return render_sarif(plan, o, lang);
+  return report::plan_to_markdown(plan, lang);
+}
+
+void print_timings(const plan::StageTimes& times) {
+  double total = 0;
+  for (const auto& [stage, ms] : times.ms) {
+    fmt::print(stderr, "npufuse analyze: {:<8} {:8.2f} ms\n", stage, ms);
+    total += ms;
+  }
+  fmt::print(stderr, "npufuse analyze: {:<8} {:8.2f} ms\n", "total", total);
+}
+
+int run_analyze(const AnalyzeCliOptions& o) {
+  try {
+    plan::StageTimes times;
+    plan::Plan plan = plan::analyze(o.analysis, o.timings ? &times : nullptr);
+    if (plan.tool_version.empty()) plan.tool_version = NPUFUSE_VERSION;
+    std::string text = render(plan, o);
+    if (o.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
+    else write_file_atomic(o.out, text);
+    if (o.timings) print_timings(times);
+    return kOk;
+  } catch (const frontend::SyntaxError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}\n", e.diagnostic().format());
+  } catch (const rules::RuleError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}\n", e.what());
+  } catch (const catalog::CatalogError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}\n", e.what());
+  } catch (const FileError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "npufuse analyze: {}\n", e.what());
+  } catch (const std::invalid_argument& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "npufuse analyze: {}\n", e.what());
+  }
+  return kUsage;
+}
+
+}  // namespace
+
+Registered register_analyze(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("analyze", "Workflow steps 2-4: match, check and review fusion candidates");
+  static AnalyzeCliOptions o;
+  plan::AnalyzeOptions& a = o.analysis;
+  cmd->add_option("paths", a.paths, "Model files or directories")->required();
+  cmd->add_option("--config", a.config, "HF-style config.json binding the model's symbols");
+  cmd->add_option("--deploy", a.deploy, "Deployment file (chip, parallel setup, quantisation, versions)");
+  cmd->add_option("--chip", a.chip, "Target chip: A2, A3, ...");
+  cmd->add_option("--tp", a.tp, "Tensor-parallel size")->check(CLI::PositiveNumber);
+  cmd->add_option("--ep", a.ep, "Expert-parallel size")->check(CLI::PositiveNumber);
+  cmd->add_option("--dp", a.dp, "Data-parallel size")->check(CLI::PositiveNumber);
+  cmd->add_option("--quant", a.quant, "bf16, w8a8, w8a8c8 or w4a16")->check(CLI::IsMember({"bf16", "w8a8", "w8a8c8", "w4a16"}));
+  cmd->add_option("--stage", a.stage, "prefill, decode or both")->check(CLI::IsMember({"prefill", "decode", "both"}));
+  cmd->add_option("--torch-npu-version", a.torch_npu_version, "torch_npu version the plan targets");
+  cmd->add_option("--rules", a.rules_dir, "Read the fusion rules from DIR instead of the built-in ones");
+  cmd->add_option("--catalog", a.catalog_dir, "Read the operator catalog from DIR instead of the built-in one");
+  cmd->add_option("--format", o.format, "md, json or sarif")->check(CLI::IsMember({"md", "json", "sarif"}));
+  cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
+  cmd->add_option("-o,--output", o.out, "Write the plan to FILE (atomically) instead of stdout");
+  cmd->add_flag("--timings", o.timings, "Print the time of each analysis stage to stderr");
+  return {cmd, [] { return run_analyze(o); }};
+}
+
+}  // namespace npufuse::cli
