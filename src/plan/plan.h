@@ -45,6 +45,7 @@ struct CheckResult {
   std::string doc;                   // doc file#section
   std::vector<std::string> evidence; // facts it rests on, with provenance
   std::vector<std::string> missing;  // unknown: the facts to ask for
+  std::string stage;                 // set when the answer differs between the candidate's stages
 };
 
 struct PrerequisiteItem {
@@ -73,6 +74,7 @@ struct Candidate {
   Status status = Status::Candidate;
   Location location;
   std::vector<Location> extra_locations;  // other places the same chain was matched (one per instance)
+  std::vector<Location> parts;       // every file:line range the matched ops cover (location is the first)
   std::string instance;              // "model.layers[*].input_layernorm", when known
   std::vector<std::string> evidence; // the matched ops and bindings, in words
   std::vector<std::string> escapes;  // intermediates a fusion would no longer produce

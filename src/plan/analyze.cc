@@ -1,0 +1,30 @@
+#include "plan/analyze.h"
+
+#include "plan/stage_timer.h"
+
+namespace npufuse::plan {
+
+Plan analyze(const AnalyzeOptions& options, StageTimes* times) {
+  StageTimer timer(times);
+  model::SourceSet sources = model::SourceSet::load(options.paths);
+  model::ModelConfig config;
+  if (!options.config.empty()) config = model::ModelConfig::load(options.config);
+  rules::RuleSet rules =
+      options.rules_dir.empty() ? rules::RuleSet::load(rules::embedded_rule_files(), "rules")
+                                : rules::RuleSet::load(rules::directory_rule_files(options.rules_dir), options.rules_dir);
+  catalog::Catalog catalog = options.catalog_dir.empty()
+                                 ? catalog::Catalog::load(catalog::embedded_catalog_files(), "catalog")
+                                 : catalog::Catalog::load(catalog::directory_catalog_files(options.catalog_dir),
+                                                          options.catalog_dir);
+  timer.lap("load");
+
+  AnalysisInputs in;
+  in.sources = &sources;
+  in.config = &config;
+  in.rules = &rules;
+  in.catalog = &catalog;
+  in.options = options;
+  return build_plan(in, times);
+}
+
+}  // namespace npufuse::plan

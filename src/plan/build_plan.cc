@@ -1,0 +1,117 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "model/config_schema.h"
+#include "model/evaluator.h"
+#include "model/inventory.h"
+#include "model/module_roles.h"
+#include "plan/analyze.h"
+#include "plan/candidate_builder.h"
+#include "plan/deployment.h"
+#include "plan/deployment_facts.h"
+#include "plan/model_matches.h"
+#include "plan/review.h"
+#include "plan/stage_timer.h"
+#include "plan/uncovered_steps.h"
+#include "util/sha256.h"
+
+namespace npufuse::plan {
+namespace {
+
+// The inventory's sub-chain decomposition, when this build of the model
+// stage computes it (Inventory::chains); null otherwise, and the review says so.
+template <class Inv>
+const std::vector<model::BlockChains>* block_chains(const Inv& inventory) {
+  if constexpr (requires { { inventory.chains } -> std::convertible_to<const std::vector<model::BlockChains>&>; })
+    return &inventory.chains;
+  else
+    return nullptr;
+}
+
+// What the code says about the KV cache, as the facts constraints use.
+void add_cache_facts(const model::CacheOrganisation& cache, check::FactSet& facts) {
+  if (facts.find("paged")) return;  // the deployment file said it
+  std::string where = cache.accesses.empty() ? "" : " at " + cache.accesses.front().where.str();
+  if (cache.organisation == "paged") facts.set("paged", true, "code: paged KV cache" + where);
+  else if (cache.organisation == "contiguous") facts.set("paged", false, "code: contiguous KV cache" + where);
+}
+
+// The layout at the first attention core the sub-chains read, if any.
+model::CoreLayout attention_layout(const std::vector<model::BlockChains>* blocks) {
+  if (!blocks) return {};
+  for (const model::BlockChains& b : *blocks)
+    for (const model::ModuleChain& m : b.modules)
+      if ((m.module == "attention" || m.module == "mla") && m.layout.layout != "unknown") return m.layout;
+  return {};
+}
+
+void list_unknown_facts(Plan& plan, const std::map<std::string, std::string>& hints) {
+  std::set<std::string> unknown;
+  for (const Candidate& c : plan.candidates) unknown.insert(c.missing_facts.begin(), c.missing_facts.end());
+  plan.unknown_facts.assign(unknown.begin(), unknown.end());
+  for (const std::string& f : plan.unknown_facts) {
+    auto it = hints.find(f);
+    if (it != hints.end()) plan.notes.push_back(fmt::format("{} is unknown: {}", f, it->second));
+  }
+}
+
+}  // namespace
+
+Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
+  StageTimer timer(times);
+  Plan plan;
+  plan.options = in.options;
+  for (const auto& f : in.sources->files()) {
+    plan.files.push_back(f->path);
+    plan.file_hashes[f->path] = util::sha256_hex(f->parsed->source.text());
+  }
+
+  model::ModelConfig no_config;
+  const model::ModelConfig& config = in.config ? *in.config : no_config;
+  model::Inventory inventory = model::build_inventory(*in.sources, config);
+  model::ConfigSchema schema = model::ConfigSchema::discover(*in.sources);
+  model::Evaluator evaluator(*in.sources, config, schema);
+  model::RoleTable roles = model::RoleTable::infer(*in.sources, evaluator);
+  const std::vector<model::BlockChains>* blocks = block_chains(inventory);
+
+  std::vector<DeploymentSetting> deployment;
+  if (!in.options.deploy.empty()) deployment = load_deployment(in.options.deploy, in.catalog->facts());
+  DeploymentFacts deployed = deployment_facts(inventory.facts, deployment, in.options, in.catalog->facts());
+  add_cache_facts(inventory.kv_cache, deployed.facts);
+  plan.options.stage = deployed.stage;
+  timer.lap("model");
+
+  ModelMatches matches = match_model(*in.sources, roles, *in.rules);
+  timer.lap("match");
+
+  CandidateContext context;
+  context.catalog = in.catalog;
+  context.facts = &deployed.facts;
+  context.requested_stage = deployed.stage;
+  context.branches = &inventory.branches;
+  context.attention_layout = attention_layout(blocks);
+  CandidateSet built = build_candidates(matches.matches, context);
+  plan.candidates = std::move(built.candidates);
+  plan.notes = std::move(built.notes);
+  attach_near_misses(matches.near_misses, plan.candidates, plan.notes);
+  if (blocks) {
+    UncoveredSteps uncovered = find_uncovered_steps(*blocks, plan.candidates, matches.graphs, matches.near_misses,
+                                                    deployed.facts, deployed.stage);
+    for (Candidate& c : uncovered.no_fused_op) plan.candidates.push_back(std::move(c));
+    for (std::string& d : uncovered.dismissed) plan.notes.push_back(std::move(d));
+    std::stable_sort(plan.candidates.begin(), plan.candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return module_rank(a.module) < module_rank(b.module);
+    });
+  }
+  plan.facts = deployed.facts;
+  list_unknown_facts(plan, deployed.hints);
+  timer.lap("check");
+
+  plan.review = run_review(plan, blocks, *in.catalog);
+  timer.lap("review");
+  return plan;
+}
+
+}  // namespace npufuse::plan

@@ -1,0 +1,277 @@
+#include "plan/candidate_builder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "plan/candidate_checks.h"
+#include "plan/fact_literal.h"
+#include "plan/stage_split.h"
+
+namespace npufuse::plan {
+namespace {
+
+Location location_of(const model::SourceSpan& s) { return Location{s.file, s.line, s.end_line > 0 ? s.end_line : s.line}; }
+
+std::string span_key(const match::Match& m) {
+  std::string key;
+  for (const model::SourceSpan& s : m.spans) key += fmt::format("{}:{}-{};", s.file, s.line, s.end_line);
+  return key;
+}
+
+const std::string* doc_section(const rules::Rule& rule, const std::string& heading) {
+  for (const rules::DocSection& d : rule.doc_en)
+    if (d.heading == heading) return &d.body;
+  return nullptr;
+}
+
+std::string first_paragraph(const std::string& text) {
+  std::string out = text.substr(0, text.find("\n\n"));
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  std::string squeezed;
+  for (char c : out)
+    if (!(c == ' ' && !squeezed.empty() && squeezed.back() == ' ')) squeezed += c;
+  return squeezed;
+}
+
+// The instance the chain was matched for: the module whose code produced the
+// chain's output in the inlined forward ("self.input_layernorm" inside
+// LlamaDecoderLayer), or else the attribute paths its parameters read.
+std::string instance_of(const MatchSite& site) {
+  if (site.owner_class.empty()) return "";
+  const model::FunctionDataflow& g = *site.match.target;
+  for (int anchor : site.match.anchors) {
+    if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
+    int producer = g.values[static_cast<size_t>(anchor)].producer;
+    if (producer < 0) continue;
+    const std::string& scope = g.ops[static_cast<size_t>(producer)].scope;
+    if (scope.rfind("self.", 0) == 0) return site.owner_class + scope.substr(4);
+  }
+  std::set<std::string> paths;
+  for (const match::Binding& b : site.match.bindings) {
+    if (b.text.rfind("self.", 0) != 0) continue;
+    std::string path = b.text.substr(5);
+    size_t last = path.rfind('.');
+    if (last == std::string::npos) continue;  // the class's own attribute
+    paths.insert(site.owner_class + "." + path.substr(0, last));
+  }
+  std::string out;
+  for (const std::string& p : paths) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string value_text(const model::FunctionDataflow& g, int v) {
+  if (v < 0 || static_cast<size_t>(v) >= g.values.size()) return fmt::format("v{}", v);
+  const std::string& name = g.values[static_cast<size_t>(v)].name;
+  return name.empty() ? fmt::format("v{}", v) : fmt::format("{} (v{})", name, v);
+}
+
+std::string verification_cut(const MatchSite& site, const Location& where) {
+  const match::Match& m = site.match;
+  std::string inputs, outputs;
+  for (const match::Binding& b : m.bindings)
+    inputs += (inputs.empty() ? "" : ", ") + b.parameter + " = " + (b.text.empty() ? fmt::format("v{}", b.value) : b.text);
+  for (int a : m.anchors) outputs += (outputs.empty() ? "" : ", ") + value_text(*m.target, a);
+  return fmt::format("{} lines {}-{} of {}; inputs: {}; outputs: {}", site.function, where.start_line, where.end_line,
+                     where.file, inputs.empty() ? "none" : inputs, outputs.empty() ? "none" : outputs);
+}
+
+std::vector<std::string> match_evidence(const MatchSite& site) {
+  const match::Match& m = site.match;
+  std::vector<std::string> out;
+  std::string ops;
+  for (int id : m.ops) {
+    const model::DataflowOp& op = m.target->ops[static_cast<size_t>(id)];
+    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant) continue;
+    ops += (ops.empty() ? "" : ", ") + fmt::format("{}@{}", op.name, op.line);
+  }
+  out.push_back(fmt::format("dataflow of {} matches {}.{}: {}", site.function, m.pattern->rule->id,
+                            m.pattern->alternative, ops));
+  for (const match::Binding& b : m.bindings)
+    if (!b.text.empty()) out.push_back(fmt::format("{} = {}", b.parameter, b.text));
+  for (const std::string& h : m.hints) out.push_back("agrees: " + h);
+  if (m.confidence < 1.0) out.push_back(fmt::format("confidence {:.2f} (optional steps absent)", m.confidence));
+  return out;
+}
+
+// The facts of one stage: the deployment's, the rule's bindings, the layout
+// read at the attention core, the stage itself.
+check::FactSet stage_facts(const rules::Rule& rule, const CandidateContext& ctx, const std::string& stage,
+                           std::vector<std::string>& evidence) {
+  check::FactSet facts = ctx.facts ? *ctx.facts : check::FactSet();
+  for (const auto& [name, literal] : rule.facts) {
+    if (std::optional<check::Value> v = parse_fact_literal(literal))
+      facts.set(name, *v, fmt::format("rule {} binds {} = {}", rule.id, name, literal));
+  }
+  bool attention = rule.module == "attention" || rule.module == "kv_cache";
+  if (attention && !rule.facts.count("layout") && ctx.attention_layout.layout != "unknown" &&
+      !ctx.attention_layout.layout.empty()) {
+    facts.set("layout", ctx.attention_layout.layout, "layout at the attention core: " + ctx.attention_layout.evidence);
+    evidence.push_back("layout " + ctx.attention_layout.layout + " read at the attention core: " +
+                       ctx.attention_layout.evidence);
+  }
+  facts.set("stage", stage, "candidate stage");
+  if (stage == "decode") facts.set("q_seq_len", int64_t{1}, "decode: one new token per request");
+  return facts;
+}
+
+void add_unique(std::vector<std::string>& v, const std::string& s) {
+  if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
+}
+
+void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c) {
+  for (const CheckResult& r : c.checks) {
+    if (r.answer == check::Answer::Violated && r.severity == "error") add_unique(c.blocking, blocking_text(r));
+    if (r.answer == check::Answer::Violated && r.severity != "error")
+      c.evidence.push_back("warning: " + blocking_text(r));
+    for (const std::string& m : r.missing) add_unique(c.missing_facts, m);
+  }
+  std::sort(c.missing_facts.begin(), c.missing_facts.end());
+  if (rule.safety == "display_only") {
+    const std::string* why = doc_section(rule, "Why");
+    const std::string* instead = doc_section(rule, "Use instead");
+    std::string text = fmt::format("{} is display only: {}", rule.id, why ? first_paragraph(*why) : rule.summary_en);
+    if (instead) text += " Use instead: " + first_paragraph(*instead);
+    c.blocking.insert(c.blocking.begin(), text);
+  }
+  for (const rules::Prerequisite& p : rule.prerequisites)
+    c.prerequisites.push_back(PrerequisiteItem{p.id, p.en, p.zh, p.mechanical, c.location});
+  // A value the chain computes that something else also reads: the fused
+  // operator will not produce it, so that use must change first.
+  for (const match::Escape& e : site.match.escapes) {
+    std::string value = value_text(*site.match.target, e.value);
+    Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
+    c.escapes.push_back(fmt::format("{} is {} (line {})", value, e.how, e.line));
+    c.prerequisites.push_back(PrerequisiteItem{
+        fmt::format("keep_intermediate_v{}", e.value),
+        fmt::format("{} is computed inside the chain and also {} at line {}; the fused operator does not produce it: "
+                    "recompute it outside or remove that use first",
+                    value, e.how, e.line),
+        fmt::format("{}在链路内部计算，且在第{}行另有用途（{}）；融合算子不会输出该值：需先在链路外重新计算或去掉该用途", value,
+                    e.line, e.how),
+        false, where});
+  }
+  if (!c.blocking.empty()) c.status = Status::NotApplicable;
+  else if (!c.prerequisites.empty()) c.status = Status::CandidateWithPrerequisites;
+  else c.status = Status::Candidate;
+}
+
+struct Group {
+  std::vector<const MatchSite*> sites;
+};
+
+const MatchSite& primary_site(const Group& g) {
+  // The smallest function that holds the chain is the cut to verify.
+  return **std::min_element(g.sites.begin(), g.sites.end(), [](const MatchSite* a, const MatchSite* b) {
+    return a->match.target->ops.size() < b->match.target->ops.size();
+  });
+}
+
+}  // namespace
+
+int module_rank(const std::string& module) {
+  static const std::vector<std::string> order = {"attention",   "kv_cache",    "rope", "norm",    "ffn",
+                                                 "moe_gate",    "moe_routing", "moe_experts", "mla", "indexer",
+                                                 "quant",       "other"};
+  auto it = std::find(order.begin(), order.end(), module);
+  return static_cast<int>(it - order.begin());
+}
+
+bool overlaps(const Location& a, const Location& b) {
+  return a.file == b.file && a.start_line <= b.end_line && b.start_line <= a.end_line;
+}
+
+CandidateSet build_candidates(const std::vector<MatchSite>& matches, const CandidateContext& ctx) {
+  CandidateSet out;
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const MatchSite& site : matches) {
+    if (!site.match.pattern || !site.match.pattern->rule || site.match.spans.empty()) continue;
+    std::string key = site.match.pattern->rule->id + "@" + span_key(site.match);
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].sites.push_back(&site);
+  }
+  std::map<std::string, int> ids_seen;
+  for (const std::string& key : order) {
+    const Group& group = groups[key];
+    const MatchSite& site = primary_site(group);
+    const rules::Rule& rule = *site.match.pattern->rule;
+    Candidate c;
+    c.rule = rule.id;
+    c.module = rule.module;
+    c.title = rule.title;
+    c.apis = rule.apis;
+    for (const model::SourceSpan& s : site.match.spans) c.parts.push_back(location_of(s));
+    c.location = c.parts.front();
+    c.id = fmt::format("{}@{}:{}", rule.id, c.location.file, c.location.start_line);
+    if (int n = ++ids_seen[c.id]; n > 1) c.id += fmt::format("#{}", n);
+    c.confidence = site.match.confidence;
+
+    std::string why_stage;
+    std::string branch = ctx.branches ? branch_stage(*site.match.target, site.match.ops, *ctx.branches, &why_stage) : "";
+    c.stages = split_stages(rule.stages, branch, ctx.requested_stage);
+    if (c.stages.empty()) {
+      out.notes.push_back(fmt::format("{}: matched, but it applies to {} only{} and the plan is for {}", c.id,
+                                      fmt::join(rule.stages, "/"), branch.empty() ? "" : " in the " + branch + " branch",
+                                      ctx.requested_stage == "both" ? "the " + branch + " branch" : ctx.requested_stage));
+      continue;
+    }
+    c.evidence = match_evidence(site);
+    if (!branch.empty()) c.evidence.push_back(fmt::format("runs only in {}: {}", branch, why_stage));
+    std::set<std::string> instances;
+    for (const MatchSite* s : group.sites) {
+      std::string inst = instance_of(*s);
+      if (!inst.empty()) instances.insert(inst);
+      if (s->function != site.function) add_unique(c.evidence, "also seen inlined in " + s->function);
+    }
+    for (const std::string& i : instances) c.instance += (c.instance.empty() ? "" : "; ") + i;
+
+    std::vector<StageFacts> per_stage;
+    for (const std::string& stage : c.stages) per_stage.push_back(StageFacts{stage, stage_facts(rule, ctx, stage, c.evidence)});
+    if (ctx.catalog) c.checks = evaluate_checks(rule, *ctx.catalog, per_stage);
+    c.verification_cut = verification_cut(site, c.location);
+    decide_status(rule, site, c);
+    out.candidates.push_back(std::move(c));
+  }
+  std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const Candidate& a, const Candidate& b) {
+    int ra = module_rank(a.module), rb = module_rank(b.module);
+    if (ra != rb) return ra < rb;
+    if (a.location.file != b.location.file) return a.location.file < b.location.file;
+    return a.location.start_line < b.location.start_line;
+  });
+  return out;
+}
+
+void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vector<Candidate>& candidates,
+                        std::vector<std::string>& notes) {
+  std::set<std::string> told;
+  for (const NearMissSite& n : near_misses) {
+    if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
+    const std::string& rule = n.trace.pattern->rule->id;
+    Location where = location_of(n.trace.spans.front());
+    std::string text = fmt::format("{} did not match at {}:{} ({} of {} steps): {}", rule, where.file, where.start_line,
+                                   n.trace.matched_steps, n.trace.pattern_steps, n.trace.reason);
+    if (!told.insert(text).second) continue;
+    bool same_rule_matched = false;
+    std::vector<Candidate*> others;
+    for (Candidate& c : candidates) {
+      bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
+        return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
+                           [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); });
+      });
+      if (!touches) continue;
+      if (c.rule == rule) same_rule_matched = true;
+      else others.push_back(&c);
+    }
+    if (same_rule_matched) continue;
+    if (others.empty()) {
+      notes.push_back("near-miss: " + text);
+      continue;
+    }
+    for (Candidate* c : others) add_unique(c->near_miss_reasons, text);
+  }
+}
+
+}  // namespace npufuse::plan

@@ -1,0 +1,45 @@
+#pragma once
+// From matches to candidates: one candidate per (rule, source span), however
+// many classes inline that chain; its stages, its constraint checks with the
+// facts of each stage, its status and what decides it, and the minimal
+// verification cut.
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "check/facts.h"
+#include "model/branches.h"
+#include "model/subchains.h"
+#include "plan/model_matches.h"
+#include "plan/plan.h"
+
+namespace npufuse::plan {
+
+struct CandidateContext {
+  const catalog::Catalog* catalog = nullptr;
+  const check::FactSet* facts = nullptr;  // the deployment's (deployment_facts)
+  std::string requested_stage = "both";   // prefill | decode | both
+  const std::vector<model::BranchCondition>* branches = nullptr;  // may be null
+  model::CoreLayout attention_layout;     // layout at the attention core, from the sub-chains
+};
+
+struct CandidateSet {
+  std::vector<Candidate> candidates;  // in workflow order
+  std::vector<std::string> notes;     // matches left out, and why
+};
+
+CandidateSet build_candidates(const std::vector<MatchSite>& matches, const CandidateContext& context);
+
+// Near-misses worth telling: each is put on the candidate whose span it
+// overlaps (another rule matched there), or else becomes a note. A near-miss
+// of a rule that did match the same place is dropped.
+void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vector<Candidate>& candidates,
+                        std::vector<std::string>& notes);
+
+// The fixed order of modules in the plan (the workflow's), for sorting.
+int module_rank(const std::string& module);
+
+// Whether two file:line ranges share a line.
+bool overlaps(const Location& a, const Location& b);
+
+}  // namespace npufuse::plan

@@ -1,0 +1,48 @@
+#include "plan/model_matches.h"
+
+namespace npufuse::plan {
+namespace {
+
+bool has_forward(const model::ClassDecl& cls) {
+  for (const model::ast::stmt* s : cls.node->body)
+    if (auto* fn = model::ast::as<model::ast::FunctionDef>(s); fn && fn->name == "forward") return true;
+  return false;
+}
+
+void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner) {
+  out.graphs.push_back(std::move(graph));
+  const model::FunctionDataflow& target = out.graphs.back();
+  match::MatchResult r = match::match_patterns(out.patterns, target);
+  for (match::Match& m : r.matches) out.matches.push_back(MatchSite{std::move(m), function, owner});
+  for (match::NearMissTrace& n : r.near_misses) out.near_misses.push_back(NearMissSite{std::move(n), function});
+}
+
+}  // namespace
+
+ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules) {
+  ModelMatches out;
+  for (const rules::Rule& rule : rules.rules()) {
+    std::vector<match::Pattern> compiled = match::compile_rule(rule);
+    for (match::Pattern& p : compiled) out.patterns.push_back(std::move(p));
+  }
+  if (out.patterns.empty()) return out;
+
+  model::RoleTableSubmodules lookup(roles);
+  for (const model::ClassDecl* cls : roles.module_classes()) {
+    if (!has_forward(*cls)) continue;
+    std::string name(cls->node->name);
+    run_on(out, model::build_inlined_forward(sources, *cls, lookup), name + ".forward", name);
+  }
+  // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
+  // are matched on their own too: a chain may live entirely in one.
+  for (const auto& file : sources.files()) {
+    for (const model::ast::stmt* s : file->parsed->module->body) {
+      auto* fn = model::ast::as<model::ast::FunctionDef>(s);
+      if (!fn) continue;
+      run_on(out, model::build_dataflow(sources, *file, *fn), std::string(fn->name), "");
+    }
+  }
+  return out;
+}
+
+}  // namespace npufuse::plan

@@ -1,0 +1,37 @@
+#pragma once
+// Running every rule over the model: each nn.Module class's forward with its
+// submodules and helpers inlined, and each module-level function on its own.
+// The same source chain is usually seen several times (the norm's own
+// forward, then again inside every block that inlines it); dedupe happens
+// later, on (rule, source span).
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "match/matcher.h"
+#include "model/module_roles.h"
+#include "rules/ruleset.h"
+
+namespace npufuse::plan {
+
+struct MatchSite {
+  match::Match match;
+  std::string function;     // "LlamaRMSNorm.forward" or "apply_rotary_pos_emb"
+  std::string owner_class;  // empty for a module-level function
+};
+
+struct NearMissSite {
+  match::NearMissTrace trace;
+  std::string function;
+};
+
+struct ModelMatches {
+  std::vector<match::Pattern> patterns;        // every rule's, compiled once; matches point here
+  std::deque<model::FunctionDataflow> graphs;  // the targets; matches point here
+  std::vector<MatchSite> matches;
+  std::vector<NearMissSite> near_misses;
+};
+
+ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules);
+
+}  // namespace npufuse::plan

@@ -1,0 +1,176 @@
+#include "plan/uncovered_steps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "plan/candidate_builder.h"
+
+namespace npufuse::plan {
+namespace {
+
+bool is_plain_projection(const std::string& chain_module, const std::string& kind) {
+  static const std::set<std::string> projections = {"qkv_projection", "o_projection", "gate_up_projection",
+                                                    "down_projection", "gate"};
+  return (chain_module == "attention" || chain_module == "ffn" || chain_module == "moe") && projections.count(kind);
+}
+
+// Projections an MLA or indexer prolog operator takes in together with their norm and RoPE.
+bool prolog_projection(const std::string& chain_module, const std::string& kind) {
+  static const std::set<std::string> kinds = {"q_down", "q_up", "kv_down", "o_projection", "index_q", "index_k",
+                                              "index_weights"};
+  return (chain_module == "mla" || chain_module == "indexer") && kinds.count(kind);
+}
+
+Location location_of(const model::SourceSpan& s) { return Location{s.file, s.line, s.end_line > 0 ? s.end_line : s.line}; }
+
+bool covered_by(const model::SubChainStep& step, const std::vector<Candidate>& candidates) {
+  for (const Candidate& c : candidates) {
+    if (c.status == Status::NoFusedOp) continue;
+    for (const Location& p : c.parts)
+      for (const model::SourceSpan& s : step.spans)
+        if (overlaps(p, location_of(s))) return true;
+  }
+  return false;
+}
+
+const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataflow>& graphs, const std::string& cls) {
+  for (const model::FunctionDataflow& g : graphs)
+    if (g.function == cls + ".forward") return &g;
+  return nullptr;
+}
+
+std::string value_name(const model::FunctionDataflow& g, int v) {
+  const std::string& name = g.values[static_cast<size_t>(v)].name;
+  return name.empty() ? fmt::format("v{}", v) : name;
+}
+
+// The step's inputs (values its ops read that other ops produce) and outputs
+// (values its ops produce that other ops read, or that are returned).
+void step_interface(const model::FunctionDataflow& g, const std::vector<int>& ops, NewOperatorRequirement& req) {
+  std::set<int> inside(ops.begin(), ops.end());
+  std::set<int> seen_in, seen_out;
+  for (int id : ops) {
+    if (id < 0 || static_cast<size_t>(id) >= g.ops.size()) return;
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
+    for (int v : op.inputs) {
+      if (v < 0 || static_cast<size_t>(v) >= g.values.size()) continue;
+      int producer = g.values[static_cast<size_t>(v)].producer;
+      if (producer >= 0 && inside.count(producer)) continue;
+      if (producer >= 0 && g.ops[static_cast<size_t>(producer)].cls == model::OpClass::Constant) continue;
+      if (seen_in.insert(v).second) req.inputs.push_back(value_name(g, v));
+    }
+    for (int v : op.outputs) {
+      bool returned = std::find(g.returns.begin(), g.returns.end(), v) != g.returns.end();
+      bool read_outside = false;
+      for (int consumer : g.consumers(v)) read_outside = read_outside || !inside.count(consumer);
+      if ((returned || read_outside) && seen_out.insert(v).second) req.outputs.push_back(value_name(g, v));
+    }
+  }
+}
+
+std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, const std::vector<NearMissSite>& near) {
+  std::vector<std::string> out;
+  for (const NearMissSite& n : near) {
+    if (!n.trace.pattern || !n.trace.pattern->rule) continue;
+    bool touches = false;
+    for (const model::SourceSpan& a : n.trace.spans)
+      for (const model::SourceSpan& b : step.spans) touches = touches || overlaps(location_of(a), location_of(b));
+    if (!touches) continue;
+    std::string text = fmt::format("{}: {}", n.trace.pattern->rule->id, n.trace.reason);
+    if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
+  }
+  return out;
+}
+
+std::vector<std::string> step_stages(const std::string& step_stage, const std::string& requested) {
+  std::vector<std::string> out;
+  for (const char* s : {"prefill", "decode"}) {
+    if (step_stage != "both" && step_stage != s) continue;
+    if (requested != "both" && requested != s) continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string step_module(const std::string& chain_module, const std::string& kind) {
+  if (chain_module == "mla") return "mla";
+  if (chain_module == "indexer") return "indexer";
+  if (kind == "input_norm" || kind == "post_norm" || kind == "qk_norm" || kind == "residual_add") return "norm";
+  if (kind == "rope") return "rope";
+  if (kind == "cache_write" || kind == "cache_read") return "kv_cache";
+  if (chain_module == "attention") return "attention";
+  if (chain_module == "ffn") return "ffn";
+  if (kind == "gate" || kind == "topk" || kind == "renorm") return "moe_gate";
+  if (kind == "dispatch" || kind == "combine") return "moe_routing";
+  if (kind == "experts" || kind == "shared_expert") return "moe_experts";
+  return "other";
+}
+
+UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& blocks, const std::vector<Candidate>& covered,
+                                    const std::deque<model::FunctionDataflow>& graphs,
+                                    const std::vector<NearMissSite>& near_misses, const check::FactSet& facts,
+                                    const std::string& requested_stage) {
+  UncoveredSteps out;
+  std::set<std::string> seen;
+  const check::Fact* dtype = facts.find("dtype");
+  for (const model::BlockChains& block : blocks) {
+    for (const model::ModuleChain& chain : block.modules) {
+      for (const model::SubChainStep& step : chain.steps) {
+        if (step.spans.empty() || covered_by(step, covered)) continue;
+        Location where = location_of(step.spans.front());
+        std::string key = fmt::format("{}.{}@{}:{}", chain.module, step.kind, where.file, where.start_line);
+        if (!seen.insert(key).second) continue;
+        std::string what = fmt::format("{}.{} of {} at {}:{}", chain.module, step.kind,
+                                       chain.instance.empty() ? chain.class_name : chain.instance, where.file,
+                                       where.start_line);
+        if (is_plain_projection(chain.module, step.kind)) {
+          out.dismissed.push_back(what + ": no fusion needed: plain projection");
+          continue;
+        }
+        if (step.kind == "residual_add") {
+          out.dismissed.push_back(what +
+                                  ": no fused operator on its own: a residual add joins the next RMSNorm "
+                                  "(norm.add_rms_norm) where one follows it");
+          continue;
+        }
+        std::vector<std::string> stages = step_stages(step.stages, requested_stage);
+        if (stages.empty()) continue;
+        Candidate c;
+        c.id = key;
+        c.module = step_module(chain.module, step.kind);
+        c.title = fmt::format("{} {}: no rule maps this step to a fused operator", chain.module, step.kind);
+        c.stages = stages;
+        c.status = Status::NoFusedOp;
+        for (const model::SourceSpan& s : step.spans) c.parts.push_back(location_of(s));
+        c.location = c.parts.front();
+        c.instance = chain.instance;
+        c.evidence.push_back(fmt::format("sub-chain step {} of {} ({}){}", step.kind, chain.class_name, chain.module,
+                                         step.detail.empty() ? "" : ": " + step.detail));
+        c.verification_cut = fmt::format("{}.forward lines {}-{} of {}", block.block_class, where.start_line,
+                                         where.end_line, where.file);
+        NewOperatorRequirement& req = c.requirement;
+        req.subgraph = step.detail.empty() ? chain.module + " " + step.kind : step.detail;
+        if (const model::FunctionDataflow* g = block_graph(graphs, block.block_class)) step_interface(*g, step.ops, req);
+        req.dtype = dtype ? dtype->value.repr() + " (" + dtype->provenance + ")" : "unknown (needs the config's torch_dtype)";
+        bool core = chain.module == "attention" || chain.module == "mla";
+        req.layout = core ? chain.layout.layout + (chain.layout.evidence.empty() ? "" : " (" + chain.layout.evidence + ")")
+                          : "ND";
+        std::vector<std::string> reasons = near_miss_reasons(step, near_misses);
+        req.why_nothing_fits = "no rule's pattern matched the ops of this step";
+        if (prolog_projection(chain.module, step.kind))
+          req.why_nothing_fits += "; a prolog operator (npu_mla_prolog_v3 / npu_lightning_indexer family) takes this "
+                                  "projection in together with its norm and RoPE, but no rule maps it yet";
+        for (const std::string& r : reasons) req.why_nothing_fits += "; near-miss " + r;
+        c.near_miss_reasons = reasons;
+        out.no_fused_op.push_back(std::move(c));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace npufuse::plan
