@@ -1,7 +1,8 @@
-// Golden inventories of the test models: the computed branch and KV-cache
-// parts of `inspect`, per model, compared with tests/model/golden/<model>.json.
-// NPUFUSE_UPDATE_GOLDENS=1 rewrites the files instead (review them before
-// committing: a golden must be right, not only stable).
+// Golden inventories of the test models: the whole `inspect --format json`
+// output per model with its config.json, compared with
+// tests/model/golden/<model>.json. Paths are stored relative to the source
+// tree. NPUFUSE_UPDATE_GOLDENS=1 rewrites the files instead (review them
+// before committing: a golden must be right, not only stable).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/inventory_json.h"
 #include "model_test_support.h"
 
 namespace npufuse::model {
@@ -19,25 +21,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// The inventory JSON with the source directory taken out of every path.
 json golden_view(const Inventory& inv) {
-  json j;
-  j["branches"] = json::array();
-  for (const BranchCondition& b : inv.branches) {
-    json kinds = json::array();
-    for (BranchKind k : b.kinds) kinds.push_back(branch_kind_name(k));
-    j["branches"].push_back({{"at", b.function + ":" + std::to_string(b.where.line)},
-                             {"condition", b.condition},
-                             {"kinds", kinds},
-                             {"true_stage", b.true_stage},
-                             {"communication", b.communication}});
-  }
-  j["kv_cache"]["organisation"] = inv.kv_cache.organisation;
-  j["kv_cache"]["write_index"] = inv.kv_cache.write_index;
-  j["kv_cache"]["accesses"] = json::array();
-  for (const CacheAccess& a : inv.kv_cache.accesses)
-    j["kv_cache"]["accesses"].push_back(
-        {{"at", a.function + ":" + std::to_string(a.where.line)}, {"mechanism", a.mechanism}, {"write_index", a.write_index}});
-  return j;
+  std::string text = inventory_to_json(inv).dump();
+  std::string prefix = std::string(NPUFUSE_SOURCE_DIR) + "/";
+  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos;) text.erase(at, prefix.size());
+  return json::parse(text);
 }
 
 std::vector<std::string> models_with_config() {

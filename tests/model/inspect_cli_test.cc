@@ -49,6 +49,13 @@ TEST(InspectCli, JsonFollowsTheDocumentedSchema) {
   for (const auto& p : j["not_computed"]) pending.push_back(p["part"]);
   EXPECT_NE(std::find(pending.begin(), pending.end(), "dataflow"), pending.end());
   EXPECT_EQ(std::find(pending.begin(), pending.end(), "branches"), pending.end());
+  EXPECT_EQ(std::find(pending.begin(), pending.end(), "sub_chains"), pending.end());
+  ASSERT_EQ(j["chains"].size(), 1u);
+  EXPECT_EQ(j["chains"][0]["block_class"], "Qwen3MoeDecoderLayer");
+  std::vector<std::string> modules;
+  for (const auto& m : j["chains"][0]["modules"]) modules.push_back(m["module"]);
+  EXPECT_NE(std::find(modules.begin(), modules.end(), "moe"), modules.end());
+  EXPECT_EQ(j["chains"][0]["modules"][0]["layout"]["layout"], "BNSD");
   bool training_branch = false;
   for (const auto& b : j["branches"])
     for (const auto& k : b["kinds"]) training_branch = training_branch || k == "training_only";
@@ -67,9 +74,12 @@ TEST(InspectCli, MarkdownSaysWhatIsNotComputed) {
   CommandResult r = run_npufuse("inspect " + model("gptj_style", "model.py"));
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("## Not computed yet"), std::string::npos);
-  EXPECT_NE(r.out.find("- sub_chains:"), std::string::npos);
+  EXPECT_NE(r.out.find("- dataflow:"), std::string::npos);
+  EXPECT_EQ(r.out.find("- sub_chains:"), std::string::npos);
+  EXPECT_NE(r.out.find("## Sub-chains"), std::string::npos);
   CommandResult zh = run_npufuse("inspect " + model("gptj_style", "model.py") + " --lang zh");
   EXPECT_NE(zh.out.find("尚未计算"), std::string::npos);
+  EXPECT_NE(zh.out.find("## 子链"), std::string::npos);
 }
 
 TEST(InspectCli, InputErrorsNameTheFileAndExitTwo) {
