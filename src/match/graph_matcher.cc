@@ -50,7 +50,7 @@ std::vector<Arg> arguments(const DataflowOp& op) {
 
 // Same computation by name and payload (attribute name, global, slice shape).
 bool same_kind(const DataflowOp& p, const DataflowOp& t) {
-  if (p.name != t.name) return false;
+  if (p.cls != t.cls || p.name != t.name) return false;
   if (has_labels(p)) return true;
   if (p.name == "slice") {
     // Which of lower/upper/step are given: compare the colon layout of the text.
@@ -230,6 +230,7 @@ class Walk {
     if (auto pc = constant_of(pg_, pv)) {
       auto tc = constant_of(tg_, tv);
       if (tc && *tc == *pc) return true;
+      if (s_.matched <= best_.matched) return false;
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
       return fail(fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)), T.id);
     }
@@ -336,6 +337,7 @@ class Walk {
       if (equivalent_spelling(P, T, passed)) return true;
       s_ = std::move(saved);
     }
+    if (!same_kind(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
     if (!same_kind(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);

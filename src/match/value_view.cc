@@ -13,6 +13,7 @@ namespace npufuse::match {
 int through_packing(const model::FunctionDataflow& g, int v) {
   for (;;) {
     const model::DataflowOp& op = g.producer_of(v);
+    if (op.cls != model::OpClass::Structure && op.cls != model::OpClass::Slice) return v;
     int index = -1;
     int packed = -1;
     if (op.name == "unpack" && op.inputs.size() == 1) {
