@@ -278,6 +278,19 @@ class Builder {
     else callees_[std::string(n->id)] = std::move(alts);
   }
 
+  // `torch`, `nn.functional`, `torch.distributed`: a dotted chain rooted at
+  // a module-level name (not `self`, not a local), so `X.f(...)` calls a
+  // module's function rather than a method of a value.
+  bool module_function(const ast::expr* receiver) const {
+    const ast::expr* e = receiver;
+    while (auto* a = ast::as<ast::Attribute>(e)) e = a->value;
+    auto* root = ast::as<ast::Name>(e);
+    if (!root || root->id == "self" || !module_level(std::string(root->id))) return false;
+    // A local class or function of the analysed files is not a module; a
+    // module-level object (`logger`) keeps its calls named as written.
+    return !sources_.find_class(root->id) && !sources_.find_function(root->id);
+  }
+
   // A name not bound by the function itself: a module-level one (a first
   // read caches it in env_ as a `global` op).
   bool module_level(const std::string& id) const {
@@ -573,8 +586,8 @@ class Builder {
         if (int v = submodule_call(std::string(a->attr), "", ins, labels, c); v >= 0) return v;
         return emit_value(self_path_ + "." + std::string(a->attr), OpClass::Module, ins, labels, c);
       }
-      if (base && !env_.count(std::string(base->id))) {
-        // A module function: torch.pow, F.silu, dist.all_reduce.
+      if (module_function(a->value)) {
+        // A module function: torch.pow, F.silu, nn.functional.softmax, dist.all_reduce.
         std::string q = sources_.qualified_name(*file_, func);
         arguments(c, ins, labels);
         return function_op(q, ins, labels, c);
