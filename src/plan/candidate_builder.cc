@@ -253,7 +253,9 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     Location where = location_of(n.trace.spans.front());
     std::string text = fmt::format("{} did not match at {}:{} ({} of {} steps): {}", rule, where.file, where.start_line,
                                    n.trace.matched_steps, n.trace.pattern_steps, n.trace.reason);
-    if (!told.insert(text).second) continue;
+    // One reason per rule and place: the same chain inlined for several
+    // instances fails the same way with other binding names.
+    if (!told.insert(fmt::format("{}@{}:{}", rule, where.file, where.start_line)).second) continue;
     bool same_rule_matched = false;
     std::vector<Candidate*> others;
     for (Candidate& c : candidates) {
@@ -266,6 +268,13 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
       else others.push_back(&c);
     }
     if (same_rule_matched) continue;
+    // Where an applicable fusion matched, a sibling rule's failure tells the
+    // user nothing; it explains a candidate only when that one is refused.
+    bool applicable_there = std::any_of(others.begin(), others.end(), [](const Candidate* c) {
+      return c->status == Status::Candidate || c->status == Status::CandidateWithPrerequisites;
+    });
+    std::erase_if(others, [](const Candidate* c) { return c->status != Status::NotApplicable; });
+    if (others.empty() && applicable_there) continue;
     if (others.empty()) {
       notes.push_back("near-miss: " + text);
       continue;

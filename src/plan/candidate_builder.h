@@ -30,9 +30,10 @@ struct CandidateSet {
 
 CandidateSet build_candidates(const std::vector<MatchSite>& matches, const CandidateContext& context);
 
-// Near-misses worth telling: each is put on the candidate whose span it
-// overlaps (another rule matched there), or else becomes a note. A near-miss
-// of a rule that did match the same place is dropped.
+// Near-misses worth telling: each is put on the not_applicable candidate
+// whose span it overlaps (another rule matched there and was refused), or
+// becomes a note where nothing matched. A near-miss is dropped where its own
+// rule matched the same place, or where an applicable candidate covers it.
 void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vector<Candidate>& candidates,
                         std::vector<std::string>& notes);
 

@@ -100,11 +100,21 @@ TEST(NearMisses, ReasonGoesToTheCandidateOfTheRuleThatMatchedThere) {
   gemma.id = "norm.gemma_rms_norm@model.py:3";
   gemma.rule = "norm.gemma_rms_norm";
   gemma.parts = {Location{"model.py", 3, 5}};
+  gemma.status = Status::NotApplicable;
   std::vector<Candidate> candidates = {gemma};
   std::vector<std::string> notes;
   attach_near_misses({n, n}, candidates, notes);
   ASSERT_EQ(candidates[0].near_miss_reasons.size(), 1u);
   EXPECT_NE(candidates[0].near_miss_reasons[0].find("(1 + weight)"), std::string::npos);
+  EXPECT_TRUE(notes.empty());
+
+  // An applicable candidate there: the sibling rule's failure is not told.
+  Candidate plain = gemma;
+  plain.status = Status::Candidate;
+  plain.rule = "norm.qk_norm";
+  std::vector<Candidate> applicable = {plain};
+  attach_near_misses({n}, applicable, notes);
+  EXPECT_TRUE(applicable[0].near_miss_reasons.empty());
   EXPECT_TRUE(notes.empty());
 
   // Nothing matched there: the reason becomes a note.
