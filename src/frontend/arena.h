@@ -78,26 +78,37 @@ class Arena {
 
   // Standard-size blocks are recycled through a per-thread pool: parsing many
   // files one after another then reuses warm memory instead of mapping fresh
-  // pages for every file.
+  // pages for every file. An arena that outlives its thread's pool (one held
+  // in static storage is released after thread-local objects are destroyed)
+  // frees its blocks directly: the flag is trivially destructible, so it can
+  // still be read then.
   struct BlockPool {
     std::vector<char*> free_blocks;
     ~BlockPool() {
       for (char* b : free_blocks) std::free(b);
+      free_blocks.clear();
+      pool_gone() = true;
     }
   };
-  static BlockPool& pool() {
+  static bool& pool_gone() {
+    thread_local bool gone = false;
+    return gone;
+  }
+  // Null once the pool of this thread has been destroyed.
+  static BlockPool* pool() {
+    if (pool_gone()) return nullptr;
     thread_local BlockPool p;
-    return p;
+    return &p;
   }
   static constexpr size_t kMaxPooledBlocks = 64;
 
   void grow(size_t at_least) {
     size_t size = at_least > kBlockSize ? at_least : kBlockSize;
     char* block = nullptr;
-    auto& free_blocks = pool().free_blocks;
-    if (size == kBlockSize && !free_blocks.empty()) {
-      block = free_blocks.back();
-      free_blocks.pop_back();
+    BlockPool* reuse = pool();
+    if (size == kBlockSize && reuse && !reuse->free_blocks.empty()) {
+      block = reuse->free_blocks.back();
+      reuse->free_blocks.pop_back();
     } else {
       block = static_cast<char*>(std::malloc(size));
       if (!block) throw std::bad_alloc();
@@ -107,10 +118,10 @@ class Arena {
     limit_ = block + size;
   }
   void release() {
-    auto& free_blocks = pool().free_blocks;
+    BlockPool* reuse = pool();
     for (auto [b, size] : blocks_) {
-      if (size == kBlockSize && free_blocks.size() < kMaxPooledBlocks) {
-        free_blocks.push_back(b);
+      if (size == kBlockSize && reuse && reuse->free_blocks.size() < kMaxPooledBlocks) {
+        reuse->free_blocks.push_back(b);
       } else {
         std::free(b);
       }

@@ -24,11 +24,6 @@ class RuleError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Keep a RuleSet out of static storage (a function-local `static`, a global):
-// the parsed files give their memory back to a per-thread block pool of the
-// frontend's arena, which is gone by the time static objects are destroyed,
-// and the process then aborts at exit. Own it in main, a test fixture, or a
-// heap object that is never deleted.
 class RuleSet {
  public:
   // Loads every `<family>/<name>.py` (fixtures/ folders and README are not rules).
