@@ -3,7 +3,7 @@
 What it does
     Finds an RMSNorm over head_dim applied to the query and key heads after the
     projections are viewed as (B, S, N, D) and before RoPE (Qwen3, OLMo-2-style heads,
-    Gemma-3). Each becomes `torch_npu.npu_rms_norm(q, q_weight, eps)[0]`, with the weight
+    Gemma-3). Each becomes `torch_npu.npu_rms_norm(q, q_weight, q_eps)[0]`, with the weight
     of shape (D,) broadcast over the heads.
 Why
     Two more full passes over q and k per layer in eager mode; the fused norm reads each
@@ -47,7 +47,8 @@ RULE = {
         "key_states": {"shape": ["B", "S", "KVN", "D"], "dtype": "act"},
         "q_weight": {"shape": ["D"], "dtype": "act", "init": "ones_noise"},
         "k_weight": {"shape": ["D"], "dtype": "act", "init": "ones_noise"},
-        "eps": {"dtype": "param", "value": 1e-6},
+        "q_eps": {"dtype": "param", "value": 1e-6},
+        "k_eps": {"dtype": "param", "value": 1e-6},
     },
     "sizes": {"B": 2, "S": 3, "N": 4, "KVN": 2, "D": 64},
     "dtypes": ["float32", "bfloat16"],
@@ -61,7 +62,7 @@ RULE = {
 
 功能
     识别在投影结果视为(B, S, N, D)之后、RoPE之前，对query和key各头在head_dim上做的RMSNorm
-    （Qwen3、Gemma-3等）。分别改为torch_npu.npu_rms_norm(q, q_weight, eps)[0]，权重形状为
+    （Qwen3、Gemma-3等）。分别改为torch_npu.npu_rms_norm(q, q_weight, q_eps)[0]，权重形状为
     (D,)，在各头上广播。
 原因
     eager模式下每层要再完整遍历q、k两次；融合norm各只读一次。专家Qwen3移植对q_norm和
@@ -83,35 +84,35 @@ RULE = {
 }
 
 
-def search(query_states, key_states, q_weight, k_weight, eps):
+def search(query_states, key_states, q_weight, k_weight, q_eps, k_eps):
     dtype = query_states.dtype
     q = query_states.to(torch.float32)
-    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + eps)
+    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + q_eps)
     k = key_states.to(torch.float32)
-    k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + eps)
+    k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + k_eps)
     return q_weight * q.to(dtype), k_weight * k.to(dtype)
 
 
-def search_float_weight(query_states, key_states, q_weight, k_weight, eps):
+def search_float_weight(query_states, key_states, q_weight, k_weight, q_eps, k_eps):
     q = query_states.float()
-    q = q * torch.rsqrt(q.pow(2).mean(dim=-1, keepdim=True) + eps)
+    q = q * torch.rsqrt(q.pow(2).mean(dim=-1, keepdim=True) + q_eps)
     q = (q * q_weight.float()).to(query_states.dtype)
     k = key_states.float()
-    k = k * torch.rsqrt(k.pow(2).mean(dim=-1, keepdim=True) + eps)
+    k = k * torch.rsqrt(k.pow(2).mean(dim=-1, keepdim=True) + k_eps)
     k = (k * k_weight.float()).to(key_states.dtype)
     return q, k
 
 
-def replace(query_states, key_states, q_weight, k_weight, eps):
-    q = torch_npu.npu_rms_norm(query_states, q_weight, epsilon=eps)[0]
-    k = torch_npu.npu_rms_norm(key_states, k_weight, epsilon=eps)[0]
+def replace(query_states, key_states, q_weight, k_weight, q_eps, k_eps):
+    q = torch_npu.npu_rms_norm(query_states, q_weight, epsilon=q_eps)[0]
+    k = torch_npu.npu_rms_norm(key_states, k_weight, epsilon=k_eps)[0]
     return q, k
 
 
-def naive_flat_norm(query_states, key_states, q_weight, k_weight, eps):
+def naive_flat_norm(query_states, key_states, q_weight, k_weight, q_eps, k_eps):
     # Normalising over N*D instead of per head mixes the heads' scales.
-    def flat(x, w):
+    def flat(x, w, eps):
         b, s, n, d = x.shape
         y = torch_npu.npu_rms_norm(x.reshape(b, s, n * d), w.repeat(n), epsilon=eps)[0]
         return y.reshape(b, s, n, d)
-    return flat(query_states, q_weight), flat(key_states, k_weight)
+    return flat(query_states, q_weight, q_eps), flat(key_states, k_weight, k_eps)

@@ -112,9 +112,10 @@ def search(q, k, position_ids, inv_freq, mrope_section, max_position_embeddings)
     widths = mrope_section * 2
     c = torch.cat([part[i % 3] for i, part in enumerate(cos_all.split(widths, dim=-1))], dim=-1)[:, None]
     s = torch.cat([part[i % 3] for i, part in enumerate(sin_all.split(widths, dim=-1))], dim=-1)[:, None]
-    mid = q.shape[-1] // 2
-    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
-    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    q_mid = q.shape[-1] // 2
+    k_mid = k.shape[-1] // 2
+    q_turned = torch.cat((-q[..., q_mid:], q[..., :q_mid]), dim=-1)
+    k_turned = torch.cat((-k[..., k_mid:], k[..., :k_mid]), dim=-1)
     return q * c + q_turned * s, k * c + k_turned * s
 
 

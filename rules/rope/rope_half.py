@@ -100,9 +100,10 @@ RULE = {
 def search(q, k, cos, sin):
     c = cos.unsqueeze(1)
     s = sin.unsqueeze(1)
-    mid = q.shape[-1] // 2
-    q_turned = torch.cat((-q[..., mid:], q[..., :mid]), dim=-1)
-    k_turned = torch.cat((-k[..., mid:], k[..., :mid]), dim=-1)
+    q_mid = q.shape[-1] // 2
+    k_mid = k.shape[-1] // 2
+    q_turned = torch.cat((-q[..., q_mid:], q[..., :q_mid]), dim=-1)
+    k_turned = torch.cat((-k[..., k_mid:], k[..., :k_mid]), dim=-1)
     return q * c + q_turned * s, k * c + k_turned * s
 
 
@@ -119,9 +120,10 @@ def search_float_compute(q, k, cos, sin):
     s = sin.unsqueeze(1).float()
     qf = q.float()
     kf = k.float()
-    half = q.shape[-1] // 2
-    q_rot = torch.cat((-qf[..., half:], qf[..., :half]), dim=-1)
-    k_rot = torch.cat((-kf[..., half:], kf[..., :half]), dim=-1)
+    q_half = qf.shape[-1] // 2
+    k_half = kf.shape[-1] // 2
+    q_rot = torch.cat((-qf[..., q_half:], qf[..., :q_half]), dim=-1)
+    k_rot = torch.cat((-kf[..., k_half:], kf[..., :k_half]), dim=-1)
     return (qf * c + q_rot * s).type_as(q), (kf * c + k_rot * s).type_as(k)
 
 

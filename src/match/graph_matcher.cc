@@ -145,6 +145,9 @@ class Walk {
     for (int cand : t_.ops_named(P.name)) {
       const DataflowOp& T = tg_.ops[static_cast<size_t>(cand)];
       if (idx >= T.outputs.size()) continue;
+      // Two returned values of the pattern (q_embed, k_embed) are two values
+      // of the model: a model op already matched cannot be a later anchor.
+      if (std::find(s_.claimed.begin(), s_.claimed.end(), T.id) != s_.claimed.end()) continue;
       State saved = s_;
       if (value(pv, T.outputs[idx])) return true;
       s_ = std::move(saved);

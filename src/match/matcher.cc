@@ -82,6 +82,25 @@ bool is_packing(const DataflowOp& op) {
   return op.name == "tuple" || op.name == "list" || op.name == "unpack" || op.name == "phi";
 }
 
+// The values a packing op hands `v` on as: a tuple read by an unpack gives
+// the unpacked element at the same position; a phi, a list or a tuple read
+// any other way hands on all of its outputs.
+std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v) {
+  if (packer.name == "tuple") {
+    auto pos = std::find(packer.inputs.begin(), packer.inputs.end(), v);
+    size_t index = static_cast<size_t>(pos - packer.inputs.begin());
+    std::vector<int> out;
+    for (int tv : packer.outputs)
+      for (int r : t.readers[static_cast<size_t>(tv)]) {
+        const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
+        if (reader.name == "unpack" && index < reader.outputs.size()) out.push_back(reader.outputs[index]);
+        else out.push_back(tv);
+      }
+    return out;
+  }
+  return packer.outputs;
+}
+
 std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors) {
   std::vector<Escape> out;
   std::set<int> inside(ops.begin(), ops.end());
@@ -89,24 +108,29 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
     const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
     for (int v : op.outputs) {
       if (std::find(anchors.begin(), anchors.end(), v) != anchors.end()) continue;
-      for (int r : real_readers(t, v)) {
-        if (inside.count(r)) continue;
-        const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
-        out.push_back({v, r, use_text(t.g, reader, v), reader.line});
-      }
       if (t.returned[static_cast<size_t>(v)]) out.push_back({v, -1, "returned", op.line});
-    }
-  }
-  // Reads through tuples and unpacking are reads of the value itself.
-  for (Escape& e : out) {
-    if (e.consumer_op < 0) continue;
-    const DataflowOp& reader = t.g.ops[static_cast<size_t>(e.consumer_op)];
-    if (!is_packing(reader)) continue;
-    for (int v : reader.outputs)
-      if (t.returned[static_cast<size_t>(v)]) {
-        e.how = "returned";
-        e.consumer_op = -1;
+      // Reads through tuples, unpacking and branch merges are reads of the
+      // value itself: follow them to the ops that really use it.
+      std::vector<int> todo = {v};
+      std::set<int> seen;
+      while (!todo.empty()) {
+        int cur = todo.back();
+        todo.pop_back();
+        if (!seen.insert(cur).second) continue;
+        for (int r : real_readers(t, cur)) {
+          if (inside.count(r)) continue;
+          const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
+          if (is_packing(reader)) {
+            for (int next : passed_on(t, reader, cur)) {
+              if (t.returned[static_cast<size_t>(next)]) out.push_back({v, -1, "returned", reader.line});
+              else todo.push_back(next);
+            }
+            continue;
+          }
+          out.push_back({v, r, use_text(t.g, reader, v), reader.line});
+        }
       }
+    }
   }
   return out;
 }
