@@ -41,6 +41,8 @@ RULE = {
     "prerequisites": [],
     "checks": ["npu_rms_norm:*"],
     "facts": {},
+    "match": {"only_from": {"query_states": ["view", "reshape", "unflatten", "transpose", "input"],
+                            "key_states": ["view", "reshape", "unflatten", "transpose", "input"]}},
     "hints": {"class_names": ["Qwen3RMSNorm", "q_norm", "k_norm"]},
     "inputs": {
         "query_states": {"shape": ["B", "S", "N", "D"], "dtype": "act"},

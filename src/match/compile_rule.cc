@@ -54,6 +54,10 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: not_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
+    for (const auto& [param, _] : options.only_from)
+      if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
+                                           rule.path, param, p.alternative));
     out.push_back(std::move(p));
   }
   return out;

@@ -1,6 +1,7 @@
 #include "match/graph_matcher.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -214,6 +215,13 @@ class Walk {
       const DataflowOp& producer = tg_.producer_of(root);
       if (it->second.count(producer.name))
         return fail(fmt::format("{} is computed by {} at {}, not a plain value", param, describe_op(producer), where(producer)),
+                    producer.id);
+    }
+    if (auto it = p_.options.only_from.find(param); it != p_.options.only_from.end()) {
+      const DataflowOp& producer = tg_.producer_of(through_casts(tg_, tv));
+      if (!it->second.count(producer.name))
+        return fail(fmt::format("{} is {} at {}, not computed by {}", param, describe_op(producer), where(producer),
+                                fmt::join(it->second, "/")),
                     producer.id);
     }
     int& bound = s_.param_value[static_cast<size_t>(pv)];

@@ -52,8 +52,11 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
     } else if (key == "not_from") {
       if (!value.is_object()) fail(rule, "\"not_from\" must be a dict {parameter: [op names]}");
       for (const auto& [param, ops] : value.items()) o.not_from[param] = string_set(rule, ops, "\"not_from\" values");
+    } else if (key == "only_from") {
+      if (!value.is_object()) fail(rule, "\"only_from\" must be a dict {parameter: [op names]}");
+      for (const auto& [param, ops] : value.items()) o.only_from[param] = string_set(rule, ops, "\"only_from\" values");
     } else {
-      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from)", key));
+      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from)", key));
     }
   }
   return o;

@@ -24,6 +24,10 @@ struct RuleMatchOptions {
   // Parameter -> op names whose results the parameter may not be bound to
   // (a residual that is really `x * alpha` is no plain residual).
   std::map<std::string, std::set<std::string>> not_from;
+  // Parameter -> op names one of which must compute the parameter's value
+  // (seen through casts only): QK-norm's input is the per-head view of a
+  // projection, never the hidden state itself.
+  std::map<std::string, std::set<std::string>> only_from;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")
