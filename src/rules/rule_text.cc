@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "util/edit_distance.h"
 #include "rules/rule_render.h"
 
 namespace npufuse::rules {
@@ -30,21 +31,6 @@ const Labels& labels(RuleLang lang) {
                          "可自动完成", "拒绝的映射", "需要", "近似但不匹配", "search写法", "拒绝的映射（naive）",
                          "replace", "无", "类名", "hub内核"};
   return lang == RuleLang::Zh ? zh : en;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "util/edit_distance.h"
 #include "catalog/ops/ops_index.h"
 
 #include <algorithm>
@@ -105,21 +106,6 @@ std::vector<SearchHit> OpsIndex::search(std::string_view keyword) const {
   }
   std::stable_sort(hits.begin(), hits.end(), [](const SearchHit& a, const SearchHit& b) { return a.tier < b.tier; });
   return hits;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 std::vector<std::string> OpsIndex::similar_names(std::string_view name, size_t max) const {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "util/edit_distance.h"
 #include "catalog/catalog.h"
 #include "catalog/docstrings.h"
 
@@ -55,7 +56,6 @@ class OpsIndex {
   std::vector<OpsEntry> entries_;
 };
 
-// Byte-wise Levenshtein distance.
-size_t edit_distance(std::string_view a, std::string_view b);
+using npufuse::edit_distance;  // byte-wise Levenshtein distance (util/edit_distance.h)
 
 }  // namespace npufuse::catalog
