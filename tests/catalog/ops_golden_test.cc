@@ -4,13 +4,10 @@
 // NPUFUSE_UPDATE_GOLDENS=1 rewrites the golden files instead of comparing.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <ostream>
-#include <sstream>
-#include <sys/wait.h>
+#include <string>
+
+#include "../support/cli_golden.h"
 
 namespace {
 
@@ -56,46 +53,14 @@ const GoldenCase kCases[] = {
     {"usage_bad_lang", FIXTURE "--lang fr list"},
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs the command in the source directory, with discovery answering
-// "nothing found" (/bin/false prints no site-packages) so no installed
-// torch_npu can change the output.
-std::string run_case(const GoldenCase& c) {
-  std::string err = (std::filesystem::temp_directory_path() / ("npufuse_golden_" + std::string(c.name) + ".err")).string();
-  std::string command = std::string("cd '") + NPUFUSE_SOURCE_DIR + "' && NPUFUSE_PYTHON=/bin/false '" + NPUFUSE_BINARY +
-                        "' ops " + c.args + " 2>'" + err + "'";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-  int status = ::pclose(pipe);
-  std::string stderr_text = slurp(err);
-  std::filesystem::remove(err);
-  return "$ npufuse ops " + std::string(c.args) + "\n--- stdout\n" + out + "--- stderr\n" + stderr_text +
-         "--- exit " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + "\n";
-}
-
+// Discovery answers "nothing found" (/bin/false prints no site-packages), so
+// no installed torch_npu can change the output.
 class OpsGoldenTest : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(OpsGoldenTest, MatchesGolden) {
   const GoldenCase& c = GetParam();
   std::string path = std::string(NPUFUSE_SOURCE_DIR) + "/tests/data/ops/golden/" + c.name + ".txt";
-  std::string actual = run_case(c);
-  const char* update = std::getenv("NPUFUSE_UPDATE_GOLDENS");
-  if (update && std::string(update) == "1") {
-    std::ofstream(path, std::ios::binary) << actual;
-    GTEST_SKIP() << "rewrote " << path;
-  }
-  ASSERT_TRUE(std::filesystem::exists(path)) << path << " is missing; run with NPUFUSE_UPDATE_GOLDENS=1";
-  EXPECT_EQ(slurp(path), actual) << "golden " << path << " differs; if the change is intended, rerun with "
-                                 << "NPUFUSE_UPDATE_GOLDENS=1 and review the diff";
+  npufuse::testing::expect_golden(path, npufuse::testing::run_cli_case("ops", c.args, "NPUFUSE_PYTHON=/bin/false ", c.name));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, OpsGoldenTest, ::testing::ValuesIn(kCases),
