@@ -179,9 +179,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
       bool attention = kind == "attention" || kind == "mla";
       bool has = std::any_of(chains[static_cast<size_t>(m)].steps.begin(), chains[static_cast<size_t>(m)].steps.end(),
                              [&](const SubChainStep& s) { return s.kind == (attention ? "input_norm" : "post_norm"); });
-      if (!has)
-        for (SubChainStep& s : make_steps(bg, attention ? "input_norm" : "post_norm", nm.ops, nm.key))
-          chains[static_cast<size_t>(m)].steps.push_back(std::move(s));
+      if (!has) add_steps(chains[static_cast<size_t>(m)], bg, attention ? "input_norm" : "post_norm", nm.ops, nm.key);
       break;
     }
   }
@@ -210,7 +208,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     }
     if (best < 0) continue;
     std::string detail = o.scope == "self" ? "residual + module output" : "inside " + o.scope + " (add fused with the next norm)";
-    for (SubChainStep& s : make_steps(bg, "residual_add", {id}, detail)) chains[static_cast<size_t>(best)].steps.push_back(std::move(s));
+    add_steps(chains[static_cast<size_t>(best)], bg, "residual_add", {id}, detail);
   }
 
   OpSet block_steps = make_set(n);

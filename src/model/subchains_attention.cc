@@ -18,12 +18,6 @@ struct AttentionParts {
   std::vector<int> absorb_uv;  // weight-slice matmuls after it
 };
 
-void add_steps(ModuleChain& chain, const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
-               const std::string& detail) {
-  if (ops.empty()) return;
-  for (SubChainStep& s : make_steps(bg, kind, ops, detail)) chain.steps.push_back(std::move(s));
-}
-
 bool scope_is_sub(const std::string& op_scope, const std::string& scope) { return op_scope != scope; }
 
 // Finds the core: softmax(QK^T)V, a fused sdpa call, or a dispatch call that

@@ -325,4 +325,10 @@ std::vector<SubChainStep> make_steps(const BlockGraph& bg, const std::string& ki
   return out;
 }
 
+void add_steps(ModuleChain& chain, const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
+               const std::string& detail) {
+  if (ops.empty()) return;
+  for (SubChainStep& s : make_steps(bg, kind, ops, detail)) chain.steps.push_back(std::move(s));
+}
+
 }  // namespace npufuse::model::subchains

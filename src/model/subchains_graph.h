@@ -82,6 +82,9 @@ std::pair<std::string, std::string> arm_of(const BlockGraph& bg, const DataflowO
 // A step built from ops: spans, stage and variant, split by branch arm.
 std::vector<SubChainStep> make_steps(const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
                                      const std::string& detail);
+// make_steps appended to `chain`; nothing when `ops` is empty.
+void add_steps(ModuleChain& chain, const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
+               const std::string& detail);
 
 // The module finders: each appends its steps to `chain` (in dataflow order
 // after sorting) and fills `missing`; `ops` are the ops of the module's scope.

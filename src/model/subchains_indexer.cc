@@ -8,12 +8,6 @@ namespace npufuse::model::subchains {
 
 namespace {
 
-void add_steps(ModuleChain& chain, const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
-               const std::string& detail) {
-  if (ops.empty()) return;
-  for (SubChainStep& s : make_steps(bg, kind, ops, detail)) chain.steps.push_back(std::move(s));
-}
-
 std::vector<int> operands(const BlockGraph& bg, const DataflowOp& o) {
   std::vector<int> out;
   for (int v : o.inputs)

@@ -10,12 +10,6 @@ namespace npufuse::model::subchains {
 
 namespace {
 
-void add_steps(ModuleChain& chain, const BlockGraph& bg, const std::string& kind, const std::vector<int>& ops,
-               const std::string& detail) {
-  if (ops.empty()) return;
-  for (SubChainStep& s : make_steps(bg, kind, ops, detail)) chain.steps.push_back(std::move(s));
-}
-
 bool is_activation(const DataflowOp& o) {
   static const std::set<std::string> acts = {"silu", "gelu", "relu", "gelu_tanh", "tanh", "sigmoid", "swiglu", "quick_gelu"};
   return acts.count(o.name) || o.name.rfind("activation", 0) == 0;
