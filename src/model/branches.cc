@@ -308,19 +308,9 @@ std::vector<BranchCondition> find_branches(const SourceSet& sources, const std::
   }
   // Module-level helpers reached by name from those methods, and from the
   // helpers they call in turn.
-  std::set<std::string> done;
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    std::set<std::string> names = finder.called();
-    for (const std::string& name : names) {
-      if (!done.insert(name).second) continue;
-      const FunctionDecl* f = sources.find_function(name);
-      if (!f) continue;
-      finder.function(*f->file, f->node, "");
-      grew = true;
-    }
-  }
+  visit_reached_functions(
+      sources, [&] { return finder.called(); },
+      [&](const FunctionDecl& f, const std::string&) { finder.function(*f.file, f.node, ""); });
   std::stable_sort(out.begin(), out.end(), [](const BranchCondition& a, const BranchCondition& b) {
     if (a.where.file != b.where.file) return a.where.file < b.where.file;
     return a.where.line < b.where.line;

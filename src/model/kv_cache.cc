@@ -129,19 +129,9 @@ CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<cons
       if (fn && fn->name == "update") finder.cache_method(*c.file, fn, std::string(c.node->name) + ".update");
     }
   }
-  std::set<std::string> done;
-  bool grew = true;
-  while (grew) {
-    grew = false;
-    std::set<std::string> names = finder.called();
-    for (const std::string& name : names) {
-      if (!done.insert(name).second) continue;
-      if (const FunctionDecl* f = sources.find_function(name)) {
-        finder.function(*f->file, f->node, name);
-        grew = true;
-      }
-    }
-  }
+  visit_reached_functions(
+      sources, [&] { return finder.called(); },
+      [&](const FunctionDecl& f, const std::string& name) { finder.function(*f.file, f.node, name); });
   std::stable_sort(out.accesses.begin(), out.accesses.end(), [](const CacheAccess& a, const CacheAccess& b) {
     return a.where.file != b.where.file ? a.where.file < b.where.file : a.where.line < b.where.line;
   });

@@ -193,4 +193,19 @@ std::string SourceSet::qualified_name(const ModelFile& file, const ast::expr* e)
   return target + rest;
 }
 
+void visit_reached_functions(const SourceSet& sources, const std::function<std::set<std::string>()>& called,
+                             const std::function<void(const FunctionDecl&, const std::string& name)>& visit) {
+  std::set<std::string> done;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const std::string& name : called()) {
+      if (!done.insert(name).second) continue;
+      if (const FunctionDecl* f = sources.find_function(name)) {
+        visit(*f, name);
+        grew = true;
+      }
+    }
+  }
+}
+
 }  // namespace npufuse::model

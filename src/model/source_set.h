@@ -6,7 +6,9 @@
 // the paths the user gave and pulls in every sibling file reached through
 // `from .name import ...`; absolute and out-of-tree imports stay external and
 // are only remembered as aliases (`nn` -> `torch.nn`).
+#include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -91,5 +93,11 @@ class SourceSet {
 
 // The dotted text of a Name/Attribute chain (`self.q_proj.weight`), or empty.
 std::string dotted_name(const ast::expr* e);
+
+// Visits, once each, the module-level functions of `sources` whose names
+// `called()` returns, and then those named by what `visit` found in them, until
+// no new name appears: the helpers a set of methods reaches by name.
+void visit_reached_functions(const SourceSet& sources, const std::function<std::set<std::string>()>& called,
+                             const std::function<void(const FunctionDecl&, const std::string& name)>& visit);
 
 }  // namespace npufuse::model
