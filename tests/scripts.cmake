@@ -53,3 +53,9 @@ add_test(NAME analyze_schema
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/report/validate_analyze_outputs.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
 set_tests_properties(analyze_schema PROPERTIES TIMEOUT 300)
+
+# tools/compare_ports.py (plans against the expert Ascend ports): found, refused,
+# missed and extra on a fixture plan and port entry, and on llama_like's live plan.
+add_test(NAME compare_ports
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/ports/compare_ports_test.py
+                 --npufuse $<TARGET_FILE:npufuse>)
