@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
 #include "plan/fact_literal.h"
 #include "plan/stage_split.h"
@@ -232,6 +233,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     for (const std::string& stage : c.stages) per_stage.push_back(StageFacts{stage, stage_facts(rule, ctx, stage, c.evidence)});
     if (ctx.catalog) c.checks = evaluate_checks(rule, *ctx.catalog, per_stage);
     c.verification_cut = verification_cut(site, c.location);
+    fill_apply_site(site, c);
     decide_status(rule, site, c);
     out.candidates.push_back(std::move(c));
   }

@@ -2,6 +2,7 @@
 // Workflow steps 2-4 as data: the candidate list and the review. The plan
 // is what `npufuse analyze` prints (src/report) and what `apply` and
 // `verify` later read back from JSON (docs/analyze-schema.md).
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -86,6 +87,19 @@ struct Candidate {
   std::vector<std::string> near_miss_reasons;  // for not_applicable found by a near-miss
   NewOperatorRequirement requirement;  // no_fused_op only
   double confidence = 1.0;
+
+  // apply's: the matched chain in source terms, so `npufuse apply` can
+  // rewrite it. Filled by the analysis (plan/apply_site.cc) and not written
+  // to the JSON plan: apply re-runs the analysis the plan records.
+  struct SourceRange {
+    std::string file;
+    uint32_t begin = 0, end = 0;  // bytes of the expression that produced the op
+  };
+  std::string apply_function;                    // the function whose (inlined) graph matched
+  std::vector<SourceRange> apply_ops;            // the matched computing ops
+  std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
+  std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
+  std::vector<std::pair<std::string, std::string>> apply_bindings;  // replace parameter -> model expression text
 };
 
 // Step 4: the four review items of the analysis stage.

@@ -1,0 +1,45 @@
+#pragma once
+// Workflow step 5, first half: from a plan to patched sources. The plan is
+// checked against the sources (hashes), the analysis it records is run again
+// to locate each chosen candidate's chain, and each chain becomes an edit or
+// a manual step. Nothing is written here (see patch_output.h).
+#include <string>
+#include <vector>
+
+#include "apply/edits.h"
+#include "plan/plan.h"
+
+namespace npufuse::apply {
+
+struct PatchRequest {
+  std::string plan_path;
+  std::vector<std::string> paths;  // the model files given to apply; empty: the plan's
+  std::vector<std::string> only;   // candidate ids; empty: every applicable candidate
+};
+
+// Something a person has to do, and where.
+struct ManualStep {
+  std::string candidate;
+  std::string where;  // file:line
+  std::string what;
+};
+
+struct PatchedFile {
+  std::string path;       // as the analysis loaded it
+  std::string original;   // the file's bytes
+  std::string patched;    // the same with the edits (equal when none)
+  std::vector<Edit> edits;  // sorted; offsets into `original` (the file's bytes)
+};
+
+struct PatchSet {
+  std::vector<PatchedFile> files;        // every analysed file, in load order
+  std::vector<std::string> applied;      // candidate ids that became edits
+  std::vector<ManualStep> manual;        // refused chains and non-mechanical prerequisites
+  std::vector<std::string> skipped;      // "id: why" for candidates not chosen
+};
+
+// Throws ApplyError (stale or malformed plan, unknown --only id, edits that
+// overlap) and the analysis' own input errors.
+PatchSet make_patches(const PatchRequest& request);
+
+}  // namespace npufuse::apply

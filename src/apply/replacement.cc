@@ -1,0 +1,137 @@
+#include "apply/replacement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "apply/apply_error.h"
+#include "frontend/parser.h"
+#include "model/ast_walk.h"
+
+namespace npufuse::apply {
+namespace {
+
+namespace ast = frontend::ast;
+
+struct TextEdit {
+  uint32_t begin, end;
+  std::string text;
+};
+
+// An argument text that is not a primary expression is parenthesised, so
+// `a + b` substituted into `x * w` keeps its meaning.
+std::string as_operand(const std::string& text) {
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    switch (parsed->expr->kind) {
+      case ast::NodeKind::Name:
+      case ast::NodeKind::Attribute:
+      case ast::NodeKind::Call:
+      case ast::NodeKind::Subscript:
+      case ast::NodeKind::Constant:
+        return text;
+      default:
+        return "(" + text + ")";
+    }
+  } catch (const std::exception&) {
+    throw ApplyError(fmt::format("the bound expression '{}' is not a Python expression", text));
+  }
+}
+
+std::string fresh_name(const std::string& name, const std::set<std::string>& taken) {
+  std::string candidate = name + "_npu";
+  for (int n = 2; taken.count(candidate); ++n) candidate = fmt::format("{}_npu{}", name, n);
+  return candidate;
+}
+
+std::set<std::string> assigned_names(const ast::FunctionDef& fn) {
+  std::set<std::string> out;
+  for (const ast::stmt* s : fn.body)
+    model::walk(s, [&](const ast::Node* n) {
+      if (auto* name = ast::as<ast::Name>(n); name && name->ctx == ast::expr_context::Store) out.insert(std::string(name->id));
+      return true;
+    });
+  return out;
+}
+
+// `node`'s source text with the collected substitutions applied.
+std::string substituted(std::string_view source, const ast::Node* node, const std::vector<TextEdit>& edits) {
+  std::string out;
+  uint32_t at = node->begin;
+  for (const TextEdit& e : edits) {
+    if (e.begin < node->begin || e.end > node->end) continue;
+    out.append(source.substr(at, e.begin - at));
+    out += e.text;
+    at = e.end;
+  }
+  out.append(source.substr(at, node->end - at));
+  return out;
+}
+
+// Continuation lines keep their depth relative to the statement.
+std::string reindented(const std::string& text, const std::string& from, const std::string& to) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    size_t nl = text.find('\n', at);
+    std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    if (at > 0 && line.rfind(from, 0) == 0) line = to + line.substr(from.size());
+    else if (at > 0) line = to + line;
+    out += line;
+    if (nl == std::string::npos) break;
+    out += '\n';
+    at = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string replacement_text(const ReplacementRequest& r) {
+  const ast::FunctionDef& fn = *r.replace;
+  std::string_view source = r.rule_source->text();
+  std::vector<const ast::stmt*> body(fn.body.begin(), fn.body.end());
+  // A docstring is documentation of the rule, not code to insert.
+  if (!body.empty())
+    if (auto* e = ast::as<ast::Expr>(body.front()); e && ast::as<ast::Constant>(e->value)) body.erase(body.begin());
+  const ast::Return* ret = body.empty() ? nullptr : ast::as<ast::Return>(body.back());
+  if (!ret || !ret->value) throw ApplyError(fmt::format("{}: replace does not end in `return VALUE`", r.rule_source->path()));
+
+  std::set<std::string> params;
+  for (const ast::arg* a : fn.args->args) params.insert(std::string(a->arg));
+  for (const ast::arg* a : fn.args->kwonlyargs) params.insert(std::string(a->arg));
+  std::map<std::string, std::string> renamed;
+  for (const std::string& local : assigned_names(fn))
+    if (r.taken_names.count(local)) renamed[local] = fresh_name(local, r.taken_names);
+
+  std::vector<TextEdit> edits;
+  for (const ast::stmt* s : body)
+    model::walk(s, [&](const ast::Node* n) {
+      auto* name = ast::as<ast::Name>(n);
+      if (!name) return true;
+      std::string id(name->id);
+      if (params.count(id)) {
+        auto it = r.arguments.find(id);
+        if (it == r.arguments.end())
+          throw ApplyError(fmt::format("{}: replace parameter '{}' is bound to nothing in the model", r.rule_source->path(), id));
+        edits.push_back(TextEdit{name->begin, name->end, as_operand(it->second)});
+      } else if (auto it = renamed.find(id); it != renamed.end()) {
+        edits.push_back(TextEdit{name->begin, name->end, it->second});
+      }
+      return true;
+    });
+  std::sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) { return a.begin < b.begin; });
+
+  const std::string rule_indent(static_cast<size_t>(body.front()->col_offset), ' ');
+  std::vector<std::string> statements;
+  for (const ast::stmt* s : body) {
+    if (s == ret) break;
+    statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
+  }
+  std::string value = reindented(substituted(source, ret->value, edits), rule_indent, r.indent);
+  if (r.targets.empty()) statements.push_back("return " + value);
+  else statements.push_back(fmt::format("{} = {}", fmt::join(r.targets, ", "), value));
+  return fmt::format("{}", fmt::join(statements, "\n" + r.indent));
+}
+
+}  // namespace npufuse::apply

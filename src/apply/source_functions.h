@@ -1,0 +1,27 @@
+#pragma once
+// Finding functions in the model's parsed files by byte position or by
+// qualified name ("LlamaRMSNorm.forward", "apply_rotary_pos_emb").
+#include <optional>
+#include <string>
+
+#include "frontend/ast.h"
+#include "model/source_set.h"
+
+namespace npufuse::apply {
+
+struct FunctionAt {
+  const model::ModelFile* file = nullptr;
+  const frontend::ast::FunctionDef* fn = nullptr;
+  std::string qualified;  // "Class.method" or "function"
+  bool is_method = false;
+};
+
+const model::ModelFile* file_named(const model::SourceSet& sources, const std::string& path);
+
+// The innermost function whose body holds bytes [begin, end) of `file`.
+std::optional<FunctionAt> function_around(const model::ModelFile& file, uint32_t begin, uint32_t end);
+
+// A top-level function or a method of a top-level class, in any file.
+std::optional<FunctionAt> function_named(const model::SourceSet& sources, const std::string& qualified);
+
+}  // namespace npufuse::apply

@@ -1,0 +1,44 @@
+#include "plan/apply_site.h"
+
+namespace npufuse::plan {
+namespace {
+
+Candidate::SourceRange range_of(const model::DataflowOp& op) {
+  return Candidate::SourceRange{op.file ? op.file->path : std::string(), op.begin, op.end};
+}
+
+// Ops that compute something; inputs, literals, attribute reads and tuple
+// plumbing have no statement of their own to rewrite.
+bool computes(const model::DataflowOp& op) {
+  switch (op.cls) {
+    case model::OpClass::Compute:
+    case model::OpClass::Cast:
+    case model::OpClass::View:
+    case model::OpClass::Slice:
+    case model::OpClass::Module:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void fill_apply_site(const MatchSite& site, Candidate& c) {
+  const match::Match& m = site.match;
+  const model::FunctionDataflow& g = *m.target;
+  c.apply_function = site.function;
+  for (int id : m.ops) {
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
+    if (computes(op) && op.file) c.apply_ops.push_back(range_of(op));
+  }
+  for (int anchor : m.anchors) {
+    if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
+    const model::DataflowValue& v = g.values[static_cast<size_t>(anchor)];
+    c.apply_outputs.push_back(v.producer >= 0 ? range_of(g.ops[static_cast<size_t>(v.producer)]) : Candidate::SourceRange{});
+    c.apply_output_names.push_back(v.name);
+  }
+  for (const match::Binding& b : m.bindings) c.apply_bindings.emplace_back(b.parameter, b.text);
+}
+
+}  // namespace npufuse::plan

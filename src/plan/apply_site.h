@@ -1,0 +1,12 @@
+#pragma once
+// The source facts `npufuse apply` needs about a matched chain (byte ranges
+// of its ops and results, the names its results were bound to, its
+// bindings), copied from the match onto the candidate.
+#include "plan/model_matches.h"
+#include "plan/plan.h"
+
+namespace npufuse::plan {
+
+void fill_apply_site(const MatchSite& site, Candidate& candidate);
+
+}  // namespace npufuse::plan
