@@ -28,15 +28,6 @@ struct PendingOptions {
 
 }  // namespace
 
-Registered register_apply(CLI::App& parent) {
-  auto* cmd = parent.add_subcommand("apply", "Workflow step 5: patch the model, candidate by candidate");
-  static PendingOptions o;
-  cmd->add_option("paths", o.paths, "Model files or directories")->required();
-  cmd->add_option("--plan", o.plan, "plan.json written by analyze");
-  cmd->add_option("--out", o.out, "Directory for patched copies");
-  return {cmd, not_yet("apply", "the rewrite stage is not built yet")};
-}
-
 Registered register_verify(CLI::App& parent) {
   auto* cmd = parent.add_subcommand("verify", "Precision and performance check of original vs fused chains");
   static PendingOptions o;

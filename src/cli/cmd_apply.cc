@@ -1,0 +1,83 @@
+// npufuse apply PATH... --plan plan.json [--only ID,...] [--out DIR] [--diff FILE|-] [--in-place]
+// Workflow step 5: patch the model with the plan's candidates. Each chain
+// becomes one byte-range edit; what cannot be rewritten safely is listed as
+// a manual step with its place. Exit 0 when the patches were written (manual
+// steps or not), 2 for input errors (stale or malformed plan, unknown id,
+// an output over an input), nothing written then.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apply/apply_error.h"
+#include "apply/edits.h"
+#include "apply/patch_output.h"
+#include "apply/patch_plan.h"
+#include "catalog/diagnostics.h"
+#include "cli/command.h"
+#include "frontend/diagnostic.h"
+#include "rules/ruleset.h"
+#include "util/file_io.h"
+
+namespace npufuse::cli {
+namespace {
+
+struct ApplyCliOptions {
+  apply::PatchRequest patch;
+  apply::OutputRequest output;
+};
+
+void print_summary(const apply::PatchSet& set, const apply::Written& written, std::FILE* to) {
+  for (const std::string& id : set.applied) fmt::print(to, "applied: {}\n", id);
+  for (const std::string& s : set.skipped) fmt::print(to, "skipped: {}\n", s);
+  for (const apply::ManualStep& m : set.manual) fmt::print(to, "manual: {}: {} ({})\n", m.where, m.what, m.candidate);
+  for (const std::string& f : written.files) fmt::print(to, "wrote: {}\n", f);
+  if (set.applied.empty()) fmt::print(to, "nothing applied\n");
+}
+
+int run_apply(const ApplyCliOptions& o) {
+  if (o.output.out_dir.empty() && o.output.diff_file.empty() && !o.output.in_place) {
+    fmt::print(stderr, "npufuse apply: say where the result goes: --out DIR, --diff FILE or --in-place\n");
+    return kUsage;
+  }
+  try {
+    apply::PatchSet set = apply::make_patches(o.patch);
+    apply::Written written = apply::write_patches(set, o.output);
+    std::fflush(stdout);
+    print_summary(set, written, o.output.diff_file == "-" ? stderr : stdout);
+    return kOk;
+  } catch (const apply::ApplyError& e) {
+    fmt::print(stderr, "npufuse apply: {}\n", e.what());
+  } catch (const apply::EditConflict& e) {
+    fmt::print(stderr, "npufuse apply: {}\n", e.what());
+  } catch (const frontend::SyntaxError& e) {
+    fmt::print(stderr, "{}\n", e.diagnostic().format());
+  } catch (const rules::RuleError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+  } catch (const catalog::CatalogError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+  } catch (const FileError& e) {
+    fmt::print(stderr, "npufuse apply: {}\n", e.what());
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "npufuse apply: {}\n", e.what());
+  }
+  return kUsage;
+}
+
+}  // namespace
+
+Registered register_apply(CLI::App& parent) {
+  auto* cmd = parent.add_subcommand("apply", "Workflow step 5: patch the model with the plan's candidates");
+  static ApplyCliOptions o;
+  cmd->add_option("paths", o.patch.paths, "Model files or directories (default: the ones the plan names)");
+  cmd->add_option("--plan", o.patch.plan_path, "plan.json written by `npufuse analyze --format json`")->required();
+  cmd->add_option("--only", o.patch.only, "Apply only these candidate ids")->delimiter(',');
+  auto* out = cmd->add_option("--out", o.output.out_dir, "Write patched copies of the model files under DIR");
+  cmd->add_option("--diff", o.output.diff_file, "Write unified diffs to FILE ('-': stdout)");
+  cmd->add_flag("--in-place", o.output.in_place, "Patch the files themselves (atomically; FILE.orig keeps the original)")
+      ->excludes(out);
+  return {cmd, [] { return run_apply(o); }};
+}
+
+}  // namespace npufuse::cli
