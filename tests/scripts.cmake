@@ -59,3 +59,12 @@ set_tests_properties(analyze_schema PROPERTIES TIMEOUT 300)
 add_test(NAME compare_ports
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/ports/compare_ports_test.py
                  --npufuse $<TARGET_FILE:npufuse>)
+
+# `npufuse apply` on the llama-like test model: the patched copy parses, the
+# diff passes `git apply --check`, and with the CPU stand-in torch_npu the
+# patched model computes the original's logits (a deliberately wrong operator
+# must be caught). The seed of `apply --verify`.
+add_test(NAME apply_patched_model
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(apply_patched_model PROPERTIES TIMEOUT 300)

@@ -1,0 +1,161 @@
+// apply end to end on a copy of the llama-like test model: analyze, write
+// the JSON plan, make the patches, write them.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "apply/apply_error.h"
+#include "apply/patch_output.h"
+#include "apply/patch_plan.h"
+#include "apply_test_support.h"
+#include "plan/analyze.h"
+#include "report/plan_json.h"
+
+namespace npufuse::apply {
+namespace {
+
+using testing::ScratchDir;
+using testing::source_path;
+
+// The model and its config copied into `dir`, analysed, the plan written to
+// dir/plan.json; returns the plan's path.
+std::string plan_for_copy(const ScratchDir& dir, const std::string& model = "model.py") {
+  std::filesystem::copy_file(source_path("tests/models/llama_like/model.py"), dir.file(model),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(source_path("tests/models/llama_like/config.json"), dir.file("config.json"),
+                             std::filesystem::copy_options::overwrite_existing);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file(model)};
+  o.config = dir.file("config.json");
+  write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
+  return dir.file("plan.json");
+}
+
+bool has_prefix(const std::vector<std::string>& ids, const std::string& prefix) {
+  return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return id.rfind(prefix, 0) == 0; });
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(PatchPlan, LlamaLikeNormAndRopeRewrittenSwigluLeftAsManualStep) {
+  ScratchDir dir("llama");
+  PatchSet set = make_patches(PatchRequest{plan_for_copy(dir), {}, {}});
+  EXPECT_TRUE(has_prefix(set.applied, "norm.rms_norm@")) << fmt::format("{}", fmt::join(set.applied, ", "));
+  EXPECT_TRUE(has_prefix(set.applied, "rope.rope_half@"));
+  // The second RoPE rule matched the same chain: it is an alternative, not a second edit.
+  EXPECT_FALSE(has_prefix(set.applied, "rope.rope_half_rotary_mul@"));
+  EXPECT_TRUE(has_prefix(set.skipped, "rope.rope_half_rotary_mul@"));
+  bool swiglu_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
+    return m.candidate.rfind("ffn.swiglu@", 0) == 0 && m.what.find("merge_gate_up") != std::string::npos;
+  });
+  EXPECT_TRUE(swiglu_manual);
+
+  ASSERT_EQ(set.files.size(), 1u);
+  const PatchedFile& f = set.files[0];
+  EXPECT_NE(f.patched.find("return torch_npu.npu_rms_norm(hidden_states, self.weight, epsilon=self.variance_epsilon)[0]"),
+            std::string::npos);
+  EXPECT_NE(f.patched.find("    rotated_q, rotated_k = q_bsnd.transpose(1, 2), k_bsnd.transpose(1, 2)\n"), std::string::npos);
+  EXPECT_EQ(count_of(f.patched, "import torch_npu\n"), 1u);
+  EXPECT_NE(f.patched.find("from torch import nn\nimport torch_npu\n"), std::string::npos);
+  // Outside the edits the bytes are the original's.
+  ASSERT_FALSE(f.edits.empty());
+  EXPECT_EQ(f.patched.substr(0, f.edits.front().begin), f.original.substr(0, f.edits.front().begin));
+  size_t tail = f.original.size() - f.edits.back().end;
+  EXPECT_EQ(f.patched.substr(f.patched.size() - tail), f.original.substr(f.edits.back().end));
+  EXPECT_NE(f.patched.find("    # Swap the two halves of the last axis, negating the one that moves to the front.\n"),
+            std::string::npos);
+}
+
+TEST(PatchPlan, OnlyRestrictsAndUnknownIdSuggestsTheClosest) {
+  ScratchDir dir("only");
+  std::string plan_path = plan_for_copy(dir);
+  plan::Plan p = report::plan_from_json(nlohmann::json::parse(read_file(plan_path)));
+  std::string norm_id;
+  for (const plan::Candidate& c : p.candidates)
+    if (c.rule == "norm.rms_norm") norm_id = c.id;
+  ASSERT_FALSE(norm_id.empty());
+  PatchSet set = make_patches(PatchRequest{plan_path, {}, {norm_id}});
+  EXPECT_EQ(set.applied, std::vector<std::string>{norm_id});
+  try {
+    make_patches(PatchRequest{plan_path, {}, {norm_id + "x"}});
+    FAIL() << "expected ApplyError";
+  } catch (const ApplyError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean '" + norm_id + "'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PatchPlan, ChangedSourceRefusedNamingTheFile) {
+  ScratchDir dir("stale");
+  std::string plan_path = plan_for_copy(dir);
+  write_file_atomic(dir.file("model.py"), read_file(dir.file("model.py")) + "# edited after the analysis\n");
+  try {
+    make_patches(PatchRequest{plan_path, {}, {}});
+    FAIL() << "expected ApplyError";
+  } catch (const ApplyError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.rfind(dir.file("model.py") + ": changed since", 0), 0u) << what;
+  }
+}
+
+TEST(PatchPlan, MalformedPlanNamesLineAndColumn) {
+  ScratchDir dir("badjson");
+  write_file_atomic(dir.file("plan.json"), "{\n  \"schema_version\": 1,\n  oops\n}\n");
+  try {
+    make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+    FAIL() << "expected ApplyError";
+  } catch (const ApplyError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(dir.file("plan.json") + ":3:3: ", 0), 0u) << e.what();
+  }
+  write_file_atomic(dir.file("plan.json"), "{\"schema_version\": 1}");
+  EXPECT_THROW(make_patches(PatchRequest{dir.file("plan.json"), {}, {}}), ApplyError);
+}
+
+TEST(PatchPlan, OutNeverOverwritesInputsAndSecondApplyChangesNothing) {
+  ScratchDir dir("out");
+  std::string plan_path = plan_for_copy(dir);
+  PatchSet set = make_patches(PatchRequest{plan_path, {}, {}});
+  EXPECT_THROW(write_patches(set, OutputRequest{dir.path().string(), "", false}), ApplyError);
+  EXPECT_NE(read_file(dir.file("model.py")), set.files[0].patched);
+
+  std::string out = dir.file("patched");
+  Written w = write_patches(set, OutputRequest{out, dir.file("patch.diff"), false});
+  EXPECT_EQ(read_file(out + "/model.py"), set.files[0].patched);
+  EXPECT_EQ(read_file(dir.file("patch.diff")), w.diff);
+
+  // The patched copy analysed and applied again: no chain left to rewrite, no second import.
+  std::filesystem::copy_file(dir.file("config.json"), out + "/config.json");
+  plan::AnalyzeOptions o;
+  o.paths = {out + "/model.py"};
+  o.config = out + "/config.json";
+  write_file_atomic(out + "/plan.json", report::plan_to_json(plan::analyze(o)).dump(2));
+  PatchSet again = make_patches(PatchRequest{out + "/plan.json", {}, {}});
+  EXPECT_FALSE(has_prefix(again.applied, "norm.rms_norm@"));
+  EXPECT_FALSE(has_prefix(again.applied, "rope.rope_half@"));
+  EXPECT_EQ(again.files[0].patched, again.files[0].original);
+}
+
+TEST(PatchPlan, InPlaceKeepsABackupAndRefusesToLoseAnOlderOne) {
+  ScratchDir dir("inplace");
+  std::string plan_path = plan_for_copy(dir);
+  std::string original = read_file(dir.file("model.py"));
+  PatchSet set = make_patches(PatchRequest{plan_path, {}, {}});
+  write_file_atomic(dir.file("model.py.orig"), "something else\n");
+  EXPECT_THROW(write_patches(set, OutputRequest{"", "", true}), ApplyError);
+  EXPECT_EQ(read_file(dir.file("model.py")), original);
+  std::filesystem::remove(dir.file("model.py.orig"));
+  write_patches(set, OutputRequest{"", "", true});
+  EXPECT_EQ(read_file(dir.file("model.py.orig")), original);
+  EXPECT_EQ(read_file(dir.file("model.py")), set.files[0].patched);
+  // The plan now describes other bytes: a second run is refused and writes nothing.
+  EXPECT_THROW(make_patches(PatchRequest{plan_path, {}, {}}), ApplyError);
+}
+
+}  // namespace
+}  // namespace npufuse::apply
