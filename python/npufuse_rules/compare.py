@@ -75,7 +75,9 @@ def _compare_one(index, ref, cand, overrides):
     max_rel = float((diff / (r.abs() + max(tol["atol"], 1e-12))).max()) if diff.numel() else 0.0
     rn, cn = r.flatten(), c.flatten()
     denom = float(rn.norm() * cn.norm())
-    if denom > 0:
+    if max_abs == 0.0:  # identical: rounding in the norms must not fail an exact match
+        cosine = 1.0
+    elif denom > 0:
         cosine = float(rn @ cn) / denom
     else:  # an all-zero side: identical only if both are zero
         cosine = 1.0 if max_abs == 0.0 else 0.0
