@@ -167,6 +167,23 @@ def search_keep_mask(router_logits, correction_bias, num_tokens, num_experts, n_
     return mix, chosen
 
 
+def search_expand_as(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k,
+                     routed_scaling_factor):
+    # The group mask broadcast back with expand_as and the scale applied on the way out.
+    probs = router_logits.sigmoid()
+    biased = probs + correction_bias.unsqueeze(0)
+    grouped = biased.view(num_tokens, n_group, -1)
+    per_group = grouped.topk(2, dim=-1)[0].sum(dim=-1)
+    best_groups = torch.topk(per_group, k=topk_group, dim=-1, sorted=False)[1]
+    kept = torch.zeros_like(per_group).scatter_(1, best_groups, 1)
+    expert_kept = kept.unsqueeze(-1).expand_as(grouped).reshape(num_tokens, -1)
+    biased = biased.masked_fill(~expert_kept.bool(), 0.0)
+    _, chosen = torch.topk(biased, k=top_k, dim=-1, sorted=False)
+    mix = probs.gather(1, chosen)
+    mix = mix / (mix.sum(dim=-1, keepdim=True) + 1e-20)
+    return mix * routed_scaling_factor, chosen
+
+
 def replace(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k, routed_scaling_factor):
     mix, chosen, _ = torch_npu.npu_moe_gating_top_k(
         router_logits, k=top_k, bias=correction_bias.to(router_logits.dtype), k_group=topk_group,
