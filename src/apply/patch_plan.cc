@@ -8,6 +8,7 @@
 
 #include "apply/apply_error.h"
 #include "apply/chain_rewrite.h"
+#include "apply/merge_gate_up.h"
 #include "apply/plan_file.h"
 #include "apply/torch_npu_import.h"
 #include "catalog/catalog.h"
@@ -111,8 +112,30 @@ PatchSet make_patches(const PatchRequest& request) {
 
   PatchSet out;
   std::vector<Edit> chain_edits;
+  std::vector<Edit> helpers;  // module-level code a rewrite needs, once per file
   for (const plan::Candidate* c : chosen(recorded, again.plan, request, out)) {
-    // A prerequisite that is not done yet keeps the fusion out of the patch.
+    // merge_gate_up is the one prerequisite apply performs; any other keeps
+    // the fusion out of the patch and becomes a manual step.
+    bool only_merge = !c->prerequisites.empty() &&
+                      std::all_of(c->prerequisites.begin(), c->prerequisites.end(),
+                                  [](const plan::PrerequisiteItem& p) { return p.id == "merge_gate_up"; });
+    if (only_merge) {
+      MergeGateUp merge = merge_gate_up(*c, again.sources);
+      bool clash = std::any_of(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) {
+        return std::any_of(merge.edits.begin(), merge.edits.end(), [&](const Edit& m) { return overlaps(e, m); });
+      });
+      if (!merge.refusal.empty() || clash) {
+        std::string why = clash ? "its edits overlap another candidate's" : merge.refusal;
+        out.manual.push_back(ManualStep{c->id, merge.where, "prerequisite merge_gate_up not done: " + why});
+        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
+        continue;
+      }
+      chain_edits.insert(chain_edits.end(), merge.edits.begin(), merge.edits.end());
+      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) { return h.file == merge.helper.file; });
+      if (!have_helper) helpers.push_back(merge.helper);
+      out.applied.push_back(c->id);
+      continue;
+    }
     bool blocked = false;
     for (const plan::PrerequisiteItem& p : c->prerequisites) {
       std::string how = p.mechanical ? "mechanical, not automated by apply yet: " : "";
@@ -150,6 +173,8 @@ PatchSet make_patches(const PatchRequest& request) {
     patched.original = read_file(file->path);
     std::vector<Edit> edits;
     for (const Edit& e : chain_edits)
+      if (e.file == file->path) edits.push_back(e);
+    for (const Edit& e : helpers)
       if (e.file == file->path) edits.push_back(e);
     if (!edits.empty())
       if (std::optional<Edit> import = torch_npu_import(*file)) edits.push_back(*import);

@@ -5,7 +5,9 @@
 2. the patched file parses (npufuse parse) and the diff passes `git apply
    --check` in a scratch repository and gives the patched bytes;
 3. with the CPU stand-in torch_npu, the patched model given the original's
-   random weights computes the same logits, with and without the KV cache;
+   random weights computes the same logits, with and without the KV cache
+   (the weights are loaded through load_state_dict, so the hook that merges
+   gate_proj and up_proj into gate_up_proj is exercised);
 4. a deliberately wrong torch_npu.npu_rms_norm (epsilon off by 1e4) makes the
    comparison fail, so step 3 can catch a wrong replacement.
 
@@ -73,7 +75,7 @@ def main():
         print(r.stdout, end="")
         if r.returncode != 0:
             sys.exit(f"apply failed: {r.stderr}")
-        for rule in ("norm.rms_norm@", "rope.rope_half@"):
+        for rule in ("norm.rms_norm@", "rope.rope_half@", "ffn.swiglu@"):
             if f"applied: {rule}" not in r.stdout:
                 problems.append(f"{rule} was not applied")
         patched_py = out / "model.py"

@@ -44,18 +44,20 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-TEST(PatchPlan, LlamaLikeNormAndRopeRewrittenSwigluLeftAsManualStep) {
+TEST(PatchPlan, LlamaLikeNormRopeAndSwigluWithMergedGateUpRewritten) {
   ScratchDir dir("llama");
   PatchSet set = make_patches(PatchRequest{plan_for_copy(dir), {}, {}});
   EXPECT_TRUE(has_prefix(set.applied, "norm.rms_norm@")) << fmt::format("{}", fmt::join(set.applied, ", "));
   EXPECT_TRUE(has_prefix(set.applied, "rope.rope_half@"));
+  EXPECT_TRUE(has_prefix(set.applied, "ffn.swiglu@"));
   // The second RoPE rule matched the same chain: it is an alternative, not a second edit.
   EXPECT_FALSE(has_prefix(set.applied, "rope.rope_half_rotary_mul@"));
   EXPECT_TRUE(has_prefix(set.skipped, "rope.rope_half_rotary_mul@"));
-  bool swiglu_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
-    return m.candidate.rfind("ffn.swiglu@", 0) == 0 && m.what.find("merge_gate_up") != std::string::npos;
+  // add_rms_norm needs the residual threaded through the layers: not mechanical.
+  bool add_norm_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
+    return m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && m.what.find("thread_residual") != std::string::npos;
   });
-  EXPECT_TRUE(swiglu_manual);
+  EXPECT_TRUE(add_norm_manual);
 
   ASSERT_EQ(set.files.size(), 1u);
   const PatchedFile& f = set.files[0];
@@ -69,8 +71,35 @@ TEST(PatchPlan, LlamaLikeNormAndRopeRewrittenSwigluLeftAsManualStep) {
   EXPECT_EQ(f.patched.substr(0, f.edits.front().begin), f.original.substr(0, f.edits.front().begin));
   size_t tail = f.original.size() - f.edits.back().end;
   EXPECT_EQ(f.patched.substr(f.patched.size() - tail), f.original.substr(f.edits.back().end));
+  EXPECT_NE(f.patched.find("        self.gate_up_proj = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=False)\n"
+                           "        self._register_load_state_dict_pre_hook(_npufuse_merge_on_load((\"gate_proj\", \"up_proj\"), "
+                           "\"gate_up_proj\"))\n        self.down_proj"),
+            std::string::npos);
+  EXPECT_NE(f.patched.find("return self.down_proj(torch_npu.npu_swiglu(self.gate_up_proj(x), dim=-1))"), std::string::npos);
+  EXPECT_EQ(count_of(f.patched, "def _npufuse_merge_on_load("), 1u);
+  EXPECT_EQ(f.patched.find("self.up_proj"), std::string::npos);
   EXPECT_NE(f.patched.find("    # Swap the two halves of the last axis, negating the one that moves to the front.\n"),
             std::string::npos);
+}
+
+TEST(PatchPlan, MergeRefusedWhenAProjectionIsUsedElsewhere) {
+  ScratchDir dir("merge_refused");
+  std::string plan_path = plan_for_copy(dir);
+  std::string text = read_file(dir.file("model.py"));
+  const std::string anchor = "        self.act_fn = nn.SiLU()\n";
+  ASSERT_NE(text.find(anchor), std::string::npos);
+  text.insert(text.find(anchor) + anchor.size(), "\n    def gate_width(self):\n        return self.gate_proj.out_features\n");
+  write_file_atomic(dir.file("model.py"), text);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.config = dir.file("config.json");
+  write_file_atomic(plan_path, report::plan_to_json(plan::analyze(o)).dump(2));
+  PatchSet set = make_patches(PatchRequest{plan_path, {}, {}});
+  EXPECT_FALSE(has_prefix(set.applied, "ffn.swiglu@"));
+  bool told = std::any_of(set.manual.begin(), set.manual.end(), [&](const ManualStep& m) {
+    return m.candidate.rfind("ffn.swiglu@", 0) == 0 && m.what.find("also used at " + dir.file("model.py") + ":") != std::string::npos;
+  });
+  EXPECT_TRUE(told);
 }
 
 TEST(PatchPlan, OnlyRestrictsAndUnknownIdSuggestsTheClosest) {
