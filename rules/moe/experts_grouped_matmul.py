@@ -37,9 +37,10 @@ Fix safety
     `expert_tokens_num_type=1` (counts, not a cumulative sum), and
     `drop_pad_mode=2` with the token-major index map of `row_idx_type=0`. Only for
     SwiGLU experts without a clamp (a clamped GPT-OSS expert keeps its activation in
-    torch). With expert parallelism (ep > 1) the dispatch/combine chain
-    (`moe.experts_distribute`) replaces the routing ops. A shared expert's output may be
-    passed as `skip1` of the finalize call.
+    torch). The rule holds for any TP size; with expert parallelism (ep > 1) the
+    prefill chain adds an all_to_all and `npu_moe_re_routing` between the routing op
+    and the grouped matmul, and decode prefers the MC2 chain of `moe.experts_distribute`.
+    A shared expert's output may be passed as `skip1` of the finalize call.
 References
     catalog/moe/npu_moe_init_routing_v2.toml, npu_grouped_matmul.toml,
     npu_moe_finalize_routing.toml, catalog/ffn/npu_swiglu.toml; reference_chains.md
@@ -73,7 +74,6 @@ RULE = {
     "checks": ["npu_moe_init_routing_v2:*", "npu_grouped_matmul:*", "npu_swiglu:*", "npu_moe_finalize_routing:*"],
     "facts": {"moe_site": "experts", "activation": "silu", "glu_clamped": False,
               "expert_tokens_num_type": 1, "group_list_type": 1},
-    "when": "ep == 1",
     "hints": {"class_names": ["MixtralSparseMoeBlock", "Qwen3MoeSparseMoeBlock", "Qwen2MoeSparseMoeBlock", "DeepseekV3MoE"]},
     "inputs": {
         "tokens": {"shape": ["T", "H"], "dtype": "act"},
@@ -123,8 +123,9 @@ RULE = {
     需要前置改造。专家权重须在加载时堆叠为[E, H, 2I]（gate在前、up在后，转置为(K, N)）和
     [E, I, H]，去掉逐专家的ModuleList。group_list_type=1须与expert_tokens_num_type=1（计数而非
     累加和）配对，drop_pad_mode=2须与row_idx_type=0的按token排列的索引映射配对。仅适用于不带
-    clamp的SwiGLU专家（带clamp的GPT-OSS专家的激活留在torch中）。专家并行（ep > 1）时由分发/
-    合并链（moe.experts_distribute）替代路由算子。共享专家的输出可作为finalize的skip1传入。
+    clamp的SwiGLU专家（带clamp的GPT-OSS专家的激活留在torch中）。本规则适用于任意TP规模；专家
+    并行（ep > 1）时，预填充链在路由算子与分组矩阵乘之间加入all_to_all和npu_moe_re_routing，
+    解码则优先使用moe.experts_distribute的MC2链。共享专家的输出可作为finalize的skip1传入。
 参考
     catalog/moe/npu_moe_init_routing_v2.toml、npu_grouped_matmul.toml、
     npu_moe_finalize_routing.toml、catalog/ffn/npu_swiglu.toml；reference_chains.md
