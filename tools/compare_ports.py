@@ -116,6 +116,21 @@ def candidate_serves(op, candidate, wanted_stages):
     return None
 
 
+def gap_is_about(op, candidate):
+    """Whether a no_fused_op item speaks of the expert op's step.
+
+    Attention sub-chain steps share the `attention` module; the cache steps
+    (`attention.cache_write`) belong to the cache write, the others
+    (`attention.repeat_kv`, `attention.attention_core`) to the core."""
+    step = candidate.get("id", "").split("@", 1)[0]
+    about_cache = "cache" in step
+    if op["module"] == "kv_cache_write":
+        return about_cache
+    if op["module"] == "attention_core":
+        return not about_cache
+    return True
+
+
 def location_text(candidate):
     loc = candidate.get("location") or {}
     name = os.path.basename(loc.get("file", "?"))
@@ -146,7 +161,8 @@ def classify_op(op, candidates, stage):
         return "refused", refused
     gaps = [c for c in candidates
             if c.get("status") == "no_fused_op"
-            and c.get("module") in PLAN_MODULES.get(op["module"], set())]
+            and c.get("module") in PLAN_MODULES.get(op["module"], set())
+            and gap_is_about(op, c)]
     return "missed", [("no_fused_op", c) for c in gaps]
 
 
