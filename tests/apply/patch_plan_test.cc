@@ -50,9 +50,6 @@ TEST(PatchPlan, LlamaLikeNormRopeAndSwigluWithMergedGateUpRewritten) {
   EXPECT_TRUE(has_prefix(set.applied, "norm.rms_norm@")) << fmt::format("{}", fmt::join(set.applied, ", "));
   EXPECT_TRUE(has_prefix(set.applied, "rope.rope_half@"));
   EXPECT_TRUE(has_prefix(set.applied, "ffn.swiglu@"));
-  // The second RoPE rule matched the same chain: it is an alternative, not a second edit.
-  EXPECT_FALSE(has_prefix(set.applied, "rope.rope_half_rotary_mul@"));
-  EXPECT_TRUE(has_prefix(set.skipped, "rope.rope_half_rotary_mul@"));
   // add_rms_norm needs the residual threaded through the layers: not mechanical.
   bool add_norm_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
     return m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && m.what.find("thread_residual") != std::string::npos;
