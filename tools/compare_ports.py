@@ -238,22 +238,30 @@ def rule_facts(rules_dir, rule_id):
     return None
 
 
-def unless_holds(unless, facts):
-    """Whether every `name='value'` the exception names is a fact the rule fixes.
-
-    An exception that names no such setting cannot be checked here, so it
-    does not clear the candidate."""
-    settings = re.findall(r"(\w+)\s*=\s*'([^']*)'", unless)
+def unless_verdict(unless, facts):
+    """'cleared' when the rule's facts fix every `name=value` setting the
+    exception names, 'forbidden' when they fix one to another value, and
+    'check' when the exception cannot be decided from the facts (it names no
+    setting, or a setting the rule does not fix)."""
+    settings = re.findall(r"(\w+)\s*=\s*'([^']*)'|(\w+)\s*=\s*([\w.]+)", unless)
     if not settings or facts is None:
-        return False
-    return all(str(facts.get(name)) == value for name, value in settings)
+        return "check"
+    verdict = "cleared"
+    for quoted_name, quoted_value, plain_name, plain_value in settings:
+        name, value = (quoted_name, quoted_value) if quoted_name else (plain_name, plain_value)
+        if name not in facts:
+            verdict = "check"
+        elif str(facts[name]) != value:
+            return "forbidden"
+    return verdict
 
 
 def forbidden_uses(plan, choices, model, rules_dir):
     """Recommendations of an API the expert notes forbid for this model.
 
-    Each is `forbidden`, or `cleared` when the note allows the API under a
-    setting that the recommending rule fixes (npu_rotary_mul in half mode)."""
+    Each is `forbidden`, `cleared` when the note allows the API under a
+    setting that the recommending rule fixes (npu_rotary_mul in half mode), or
+    `check` when only a person can tell from the note and the plan."""
     entry = choices.get(model) or {}
     found = []
     for rule in entry.get("must_not", []):
@@ -261,9 +269,10 @@ def forbidden_uses(plan, choices, model, rules_dir):
             if candidate.get("status") not in RECOMMENDING or rule["api"] not in candidate.get("apis", []):
                 continue
             unless = rule.get("unless", "")
-            cleared = bool(unless) and unless_holds(unless, rule_facts(rules_dir, candidate.get("rule", "")))
+            verdict = (unless_verdict(unless, rule_facts(rules_dir, candidate.get("rule", "")))
+                       if unless else "forbidden")
             found.append({"id": candidate["id"], "api": rule["api"], "unless": unless,
-                          "why": rule.get("why", ""), "verdict": "cleared" if cleared else "forbidden"})
+                          "why": rule.get("why", ""), "verdict": verdict})
     return found
 
 
@@ -325,6 +334,9 @@ def render_md(report):
             if item["verdict"] == "cleared":
                 out.append(f"- cleared: `{item['id']}` recommends {item['api']} and its rule fixes "
                            f"{item['unless']}")
+            elif item["verdict"] == "check":
+                out.append(f"- CHECK BY HAND: `{item['id']}` recommends {item['api']}, allowed only if "
+                           f"{item['unless']}: {item['why']}")
             else:
                 unless = f" (allowed only if {item['unless']})" if item["unless"] else ""
                 out.append(f"- FORBIDDEN: `{item['id']}` recommends {item['api']}{unless}: {item['why']}")

@@ -136,10 +136,19 @@ class ForbiddenApis(unittest.TestCase):
             ("ffn.swiglu@model.py:50", "forbidden"),
         })
 
+    def test_unless_against_facts(self):
+        verdict = self.tool.unless_verdict
+        self.assertEqual(verdict("rotary_mode='half' (the default)", {"rotary_mode": "half"}), "cleared")
+        self.assertEqual(verdict("rotary_mode='half'", {"rotary_mode": "interleave"}), "forbidden")
+        self.assertEqual(verdict("norm_type=1 (sigmoid)", {"norm_type": 1}), "cleared")
+        self.assertEqual(verdict("norm_type=1 (sigmoid)", {"norm_type": 0}), "forbidden")
+        self.assertEqual(verdict("norm_type=1 (sigmoid)", {"scoring_func": "sigmoid"}), "check")
+        self.assertEqual(verdict("followed by a renormalisation", {"rotary_mode": "half"}), "check")
+
     def test_unreadable_rule_does_not_clear(self):
         with tempfile.TemporaryDirectory() as empty:
             self.assertEqual(self.verdicts(empty), {
-                ("rope.rope_half_rotary_mul@model.py:20", "forbidden"),
+                ("rope.rope_half_rotary_mul@model.py:20", "check"),
                 ("ffn.swiglu@model.py:50", "forbidden"),
             })
 
