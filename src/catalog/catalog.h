@@ -2,6 +2,8 @@
 // The operator catalog: every catalog/<family>/<name>.toml plus the fact
 // vocabulary (facts.toml), loaded and cross-checked. It comes either from
 // the copy embedded in the binary or from a directory (--catalog DIR).
+#include <deque>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,8 +28,14 @@ class Catalog {
   // paths in messages ("catalog" for the embedded copy, the directory
   // otherwise). Throws CatalogError listing every error.
   static Catalog load(const std::vector<CatalogFile>& files, const std::string& display_root);
+  // For the embedded copy, which the catalog tests load and cross-check
+  // whole: facts.toml and aliases.toml are read now, each operator file only
+  // when find() first asks for it. Parsing all 75 TOML files is most of what
+  // an `analyze` would otherwise spend, and a plan needs a handful of them.
+  // A file that fails to parse throws CatalogError from find().
+  static Catalog load_on_demand(std::vector<CatalogFile> files, const std::string& display_root);
 
-  const std::vector<Operator>& operators() const { return operators_; }  // sorted by name
+  const std::vector<Operator>& operators() const;  // sorted by name (reads every pending file)
   const Operator* find(std::string_view name) const;
   const std::vector<Alias>& aliases() const { return aliases_; }  // sorted by name
   const Alias* find_alias(std::string_view name) const;
@@ -35,7 +43,16 @@ class Catalog {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
-  std::vector<Operator> operators_;
+  const Operator* read_pending(std::string_view name) const;
+
+  mutable std::vector<Operator> operators_;
+  // load_on_demand: operator files not read yet, by operator name (the file
+  // stem), and those read so far (a deque, so that pointers stay valid).
+  mutable std::map<std::string, CatalogFile, std::less<>> pending_;
+  mutable std::deque<Operator> read_on_demand_;
+  mutable std::map<std::string, const Operator*, std::less<>> read_index_;
+  bool on_demand_ = false;
+  std::string display_root_;
   std::vector<Alias> aliases_;
   FactVocabulary facts_;
   std::vector<std::string> warnings_;

@@ -13,7 +13,7 @@ Plan analyze(const AnalyzeOptions& options, StageTimes* times) {
       options.rules_dir.empty() ? rules::RuleSet::load(rules::embedded_rule_files(), "rules")
                                 : rules::RuleSet::load(rules::directory_rule_files(options.rules_dir), options.rules_dir);
   catalog::Catalog catalog = options.catalog_dir.empty()
-                                 ? catalog::Catalog::load(catalog::embedded_catalog_files(), "catalog")
+                                 ? catalog::Catalog::load_on_demand(catalog::embedded_catalog_files(), "catalog")
                                  : catalog::Catalog::load(catalog::directory_catalog_files(options.catalog_dir),
                                                           options.catalog_dir);
   timer.lap("load");

@@ -7,12 +7,14 @@
 #include "model/evaluator.h"
 #include "model/inventory.h"
 #include "model/module_roles.h"
+#include "plan/alternatives.h"
 #include "plan/analyze.h"
 #include "plan/candidate_builder.h"
 #include "plan/deployment.h"
 #include "plan/deployment_facts.h"
 #include "plan/model_matches.h"
 #include "plan/review.h"
+#include "plan/rule_gate.h"
 #include "plan/stage_timer.h"
 #include "plan/uncovered_steps.h"
 #include "util/sha256.h"
@@ -84,6 +86,11 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   timer.lap("model");
 
   ModelMatches matches = match_model(*in.sources, roles, *in.rules);
+  // A rule the deployment rules out (a quantised chain on a bf16 model) has
+  // nothing to tell about where it almost matched.
+  std::erase_if(matches.near_misses, [&](const NearMissSite& n) {
+    return n.trace.pattern && n.trace.pattern->rule && rule_withheld(*n.trace.pattern->rule, deployed.facts);
+  });
   timer.lap("match");
 
   CandidateContext context;
@@ -96,6 +103,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   plan.candidates = std::move(built.candidates);
   plan.notes = std::move(built.notes);
   attach_near_misses(matches.near_misses, plan.candidates, plan.notes);
+  group_alternatives(plan.candidates);
   if (blocks) {
     UncoveredSteps uncovered = find_uncovered_steps(*blocks, plan.candidates, matches.graphs, matches.near_misses,
                                                     deployed.facts, deployed.stage);

@@ -8,7 +8,9 @@
 
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
+#include "plan/chain_parts.h"
 #include "plan/fact_literal.h"
+#include "plan/rule_gate.h"
 #include "plan/stage_split.h"
 
 namespace npufuse::plan {
@@ -170,6 +172,26 @@ const MatchSite& primary_site(const Group& g) {
   });
 }
 
+// A rule's RULE["rejects"] says which operators its chain must never be
+// mapped to (Gemma's (1 + w) norm is not npu_rms_norm). Where it matched,
+// another rule's candidate on the same lines calling such an operator is
+// refused with that reason, so the plan never offers a silent numeric change.
+void refuse_rejected(std::vector<Candidate>& candidates, const std::vector<const rules::Rule*>& rule_of) {
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    for (const rules::Reject& reject : rule_of[i]->rejects) {
+      for (size_t j = 0; j < candidates.size(); ++j) {
+        Candidate& other = candidates[j];
+        if (j == i || !overlaps(candidates[i].location, other.location)) continue;
+        if (std::find(other.apis.begin(), other.apis.end(), reject.api) == other.apis.end()) continue;
+        add_unique(other.blocking, fmt::format("{} found this chain at {}:{}: {} Needs: {}", rule_of[i]->id,
+                                               candidates[i].location.file, candidates[i].location.start_line,
+                                               reject.en, reject.needs));
+        other.status = Status::NotApplicable;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int module_rank(const std::string& module) {
@@ -195,17 +217,34 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     groups[key].sites.push_back(&site);
   }
   std::map<std::string, int> ids_seen;
+  // rule id -> where it matched, for rules whose `when` the deployment fails.
+  std::map<std::string, std::vector<std::string>> withheld_at;
+  std::map<std::string, std::string> withheld_why;
+  check::FactSet no_facts;
+  std::vector<const rules::Rule*> rule_of;  // parallel to out.candidates
   for (const std::string& key : order) {
     const Group& group = groups[key];
     const MatchSite& site = primary_site(group);
     const rules::Rule& rule = *site.match.pattern->rule;
+    ChainParts where = chain_parts(site);
+    if (where.parts.empty()) {  // no op has a line: fall back on the matcher's span
+      where.primary = location_of(site.match.spans.front());
+      where.parts = {where.primary};
+    }
+    if (!withheld_why.count(rule.id))
+      if (std::optional<std::string> why = rule_withheld(rule, ctx.facts ? *ctx.facts : no_facts))
+        withheld_why[rule.id] = *why;
+    if (withheld_why.count(rule.id)) {
+      withheld_at[rule.id].push_back(fmt::format("{}:{}", where.primary.file, where.primary.start_line));
+      continue;
+    }
     Candidate c;
     c.rule = rule.id;
     c.module = rule.module;
     c.title = rule.title;
     c.apis = rule.apis;
-    for (const model::SourceSpan& s : site.match.spans) c.parts.push_back(location_of(s));
-    c.location = c.parts.front();
+    c.parts = std::move(where.parts);
+    c.location = where.primary;
     c.id = fmt::format("{}@{}:{}", rule.id, c.location.file, c.location.start_line);
     if (int n = ++ids_seen[c.id]; n > 1) c.id += fmt::format("#{}", n);
     c.confidence = site.match.confidence;
@@ -236,7 +275,12 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     fill_apply_site(site, c);
     decide_status(rule, site, c);
     out.candidates.push_back(std::move(c));
+    rule_of.push_back(&rule);
   }
+  refuse_rejected(out.candidates, rule_of);
+  for (const auto& [rule, places] : withheld_at)
+    out.notes.push_back(fmt::format("{} matched at {} but is not offered: {}", rule, fmt::join(places, ", "),
+                                    withheld_why[rule]));
   std::stable_sort(out.candidates.begin(), out.candidates.end(), [](const Candidate& a, const Candidate& b) {
     int ra = module_rank(a.module), rb = module_rank(b.module);
     if (ra != rb) return ra < rb;

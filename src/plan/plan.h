@@ -73,9 +73,9 @@ struct Candidate {
   std::vector<std::string> stages;   // prefill, decode
   std::vector<std::string> apis;
   Status status = Status::Candidate;
-  Location location;
+  Location location;                 // where the replacement goes: the chain's lines in the function it was matched in
   std::vector<Location> extra_locations;  // other places the same chain was matched (one per instance)
-  std::vector<Location> parts;       // every file:line range the matched ops cover (location is the first)
+  std::vector<Location> parts;       // one file:line range per function the matched ops run through; location is one of them
   std::string instance;              // "model.layers[*].input_layernorm", when known
   std::vector<std::string> evidence; // the matched ops and bindings, in words
   std::vector<std::string> escapes;  // intermediates a fusion would no longer produce
@@ -87,6 +87,10 @@ struct Candidate {
   std::vector<std::string> near_miss_reasons;  // for not_applicable found by a near-miss
   NewOperatorRequirement requirement;  // no_fused_op only
   double confidence = 1.0;
+  // Other rules that recognise the same chain (same module, overlapping location), less
+  // preferred than this one, each with its own checks and status; empty
+  // inside an alternative (plan/alternatives.h).
+  std::vector<Candidate> alternatives;
 
   // apply's: the matched chain in source terms, so `npufuse apply` can
   // rewrite it. Filled by the analysis (plan/apply_site.cc) and not written
@@ -111,7 +115,7 @@ struct ReviewItem {
 };
 
 struct Plan {
-  int schema_version = 1;
+  int schema_version = 2;
   std::string tool_version;
   std::vector<std::string> files;
   std::map<std::string, std::string> file_hashes;  // path -> sha256 of the analysed bytes (apply refuses stale plans)

@@ -11,7 +11,7 @@
 namespace npufuse::report {
 
 // The only plan layout this version writes and reads.
-inline constexpr int kPlanSchemaVersion = 1;
+inline constexpr int kPlanSchemaVersion = 2;
 
 nlohmann::json plan_to_json(const plan::Plan& plan);
 

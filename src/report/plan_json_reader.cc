@@ -183,6 +183,7 @@ plan::Candidate candidate_from(const Node& n) {
   c.near_miss_reasons = n.strings("near_miss_reasons");
   if (n.has("requirement")) c.requirement = requirement_from(n.child("requirement"));
   c.confidence = n.number("confidence", 1.0);
+  n.each("alternatives", false, [&](const Node& a) { c.alternatives.push_back(candidate_from(a)); });
   return c;
 }
 

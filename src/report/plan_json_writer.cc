@@ -95,6 +95,11 @@ json candidate_json(const plan::Candidate& c) {
   if (!c.verification_cut.empty()) j["verification_cut"] = c.verification_cut;
   if (!c.near_miss_reasons.empty()) j["near_miss_reasons"] = c.near_miss_reasons;
   if (c.status == plan::Status::NoFusedOp) j["requirement"] = requirement_json(c.requirement);
+  if (!c.alternatives.empty()) {
+    json alternatives = json::array();
+    for (const auto& a : c.alternatives) alternatives.push_back(candidate_json(a));
+    j["alternatives"] = std::move(alternatives);
+  }
   return j;
 }
 

@@ -90,6 +90,8 @@ struct Words {
   const char* step4;
   const char* step4_intro;
   const char* notes;
+  const char* alternatives;     // list of the other rules for the same chain, on the preferred one
+  const char* alternative;      // said after an alternative's title
 };
 
 const Words kEn = {
@@ -165,6 +167,8 @@ const Words kEn = {
     "Step 4: review",
     "The four review items of the analysis stage; an unchecked item lists what fails and must be resolved before patching.",
     "Notes",
+    "Alternatives for this chain (less preferred)",
+    "alternative",
 };
 
 const Words kZh = {
@@ -240,6 +244,8 @@ const Words kZh = {
     "第四步：分析阶段审查",
     "分析阶段的四项审查；未勾选的项列出不通过的内容，须在改代码前解决。",
     "备注",
+    "同一链路的备选方案（次选）",
+    "备选",
 };
 
 std::string status_text(Status s, Lang lang) {
@@ -457,6 +463,24 @@ class Writer {
   void candidate(const Candidate& c, int number) {
     line(fmt::format("#### {}. {} — {}", number, c.title.empty() ? c.id : c.title, status_text(c.status, lang_)));
     line();
+    if (!c.alternatives.empty()) {
+      std::vector<std::string> others;
+      for (const Candidate& a : c.alternatives)
+        others.push_back(fmt::format("`{}` ({})", a.rule, status_text(a.status, lang_)));
+      line(fmt::format("- {}: {}", w_.alternatives, join(others, ", ")));
+    }
+    details(c);
+    // Each alternative in full: its checks and status are its own.
+    char letter = 'a';
+    for (const Candidate& a : c.alternatives) {
+      line(fmt::format("##### {}{}. {} ({}) — {}", number, letter++, a.title.empty() ? a.id : a.title, w_.alternative,
+                       status_text(a.status, lang_)));
+      line();
+      details(a);
+    }
+  }
+
+  void details(const Candidate& c) {
     line(fmt::format("- {}: `{}`", w_.id, c.id));
     if (!c.rule.empty()) line(fmt::format("- {}: `{}`", w_.rule, c.rule));
     std::string where = "`" + location_text(c.location) + "`";

@@ -94,6 +94,18 @@ json plan_to_sarif(const plan::Plan& plan, const RuleLookup& find_rule, Lang lan
                    {"partialFingerprints", {{"npufuseCandidateId/v1", c.id}}},
                    {"properties",
                     {{"status", status_word(c.status)}, {"module", c.module}, {"stages", c.stages}, {"apis", c.apis}}}};
+    if (!c.alternatives.empty()) {
+      // One result per chain: the other rules for it ride along, so a review
+      // tool shows one finding with its choices instead of two at one line.
+      json alternatives = json::array();
+      std::vector<std::string> words;
+      for (const auto& a : c.alternatives) {
+        alternatives.push_back({{"rule", a.rule}, {"status", status_word(a.status)}, {"apis", a.apis}, {"blocking", a.blocking}});
+        words.push_back(fmt::format("{} ({})", a.rule, status_word(a.status)));
+      }
+      result["properties"]["alternatives"] = std::move(alternatives);
+      result["message"]["text"] = message_of(c, lang) + (lang == Lang::Zh ? "；备选：" : "; alternatives: ") + join(words, ", ");
+    }
     if (!c.extra_locations.empty()) {
       json related = json::array();
       for (size_t i = 0; i < c.extra_locations.size(); ++i) {

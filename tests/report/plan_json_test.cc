@@ -1,5 +1,6 @@
 // plan_to_json / plan_from_json: every field survives the trip, and a plan
 // file that breaks the schema is refused with the JSON path of the fault.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "report/plan_json.h"
@@ -28,6 +29,9 @@ TEST(PlanJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(read.options.tp, 8);
   EXPECT_FALSE(read.review[1].passed);
   EXPECT_EQ(read.candidates[0].parts.size(), 2u);
+  ASSERT_EQ(read.candidates[1].alternatives.size(), 1u);
+  EXPECT_EQ(read.candidates[1].alternatives[0].status, plan::Status::NotApplicable);
+  EXPECT_EQ(read.candidates[1].alternatives[0].blocking.size(), 1u);
   EXPECT_EQ(read.candidates[0].checks[1].stage, "decode");
 }
 
@@ -81,8 +85,12 @@ TEST(PlanJson, MissingRequiredFieldIsAnError) {
 
 TEST(PlanJson, OtherSchemaVersionIsRefused) {
   json j = plan_to_json(testing::sample_plan());
-  j["schema_version"] = 2;
-  EXPECT_NE(error_of(j).find("schema_version 2"), std::string::npos) << error_of(j);
+  j["schema_version"] = kPlanSchemaVersion + 1;
+  EXPECT_NE(error_of(j).find(fmt::format("schema_version {}", kPlanSchemaVersion + 1)), std::string::npos) << error_of(j);
+}
+
+TEST(PlanJson, NewPlansCarryTheVersionTheReaderKnows) {
+  EXPECT_EQ(plan::Plan().schema_version, kPlanSchemaVersion);
 }
 
 TEST(PlanJson, UnknownCheckAnswerIsRefused) {

@@ -66,6 +66,18 @@ TEST(PlanMarkdown, LocationsPrerequisitesAndEscapesAreShown) {
   EXPECT_NE(md.find("| `version` (decode) | **unknown**"), std::string::npos) << md;
 }
 
+TEST(PlanMarkdown, AlternativesFollowTheirPreferredChainWithTheirOwnStatus) {
+  std::string md = plan_to_markdown(testing::sample_plan(), Lang::En);
+  size_t preferred = pos(md, "RoPE, half mode — candidate_with_prerequisites");
+  size_t listed = pos(md, "- Alternatives for this chain (less preferred): `rope.rotate_half_mul` (not_applicable)");
+  size_t detail = pos(md, "##### 1a. RoPE, half mode, per tensor (alternative) — not_applicable");
+  size_t its_block = pos(md, "head_dim 96 is not 64 or 128");
+  EXPECT_LT(preferred, listed);
+  EXPECT_LT(listed, detail);
+  EXPECT_LT(detail, its_block);
+  EXPECT_LT(its_block, pos(md, "### Norm"));
+}
+
 TEST(PlanMarkdown, TableCellsEscapePipes) {
   std::string md = plan_to_markdown(testing::sample_plan(), Lang::En);
   EXPECT_NE(md.find("RMSNorm | weighted — candidate"), std::string::npos);  // a heading keeps the text as is

@@ -38,6 +38,17 @@ TEST(PlanSarif, OneResultPerCandidateWithRuleAndLevel) {
   EXPECT_NE(results[1]["message"]["text"].get<std::string>().find("rope_cos_sin_precompute"), std::string::npos);
 }
 
+TEST(PlanSarif, AlternativesRideOnTheirChainsResult) {
+  json results = plan_to_sarif(testing::sample_plan(), nullptr, Lang::En)["runs"][0]["results"];
+  const json& alternatives = results[1]["properties"]["alternatives"];
+  ASSERT_EQ(alternatives.size(), 1u);
+  EXPECT_EQ(alternatives[0]["rule"], "rope.rotate_half_mul");
+  EXPECT_EQ(alternatives[0]["status"], "not_applicable");
+  EXPECT_NE(results[1]["message"]["text"].get<std::string>().find("alternatives: rope.rotate_half_mul (not_applicable)"),
+            std::string::npos);
+  EXPECT_FALSE(results[0]["properties"].contains("alternatives"));
+}
+
 TEST(PlanSarif, DriverRulesAreTheRulesUsedOnceEach) {
   plan::Plan p = testing::sample_plan();
   p.candidates.push_back(p.candidates[0]);  // the same rule matched twice

@@ -76,6 +76,18 @@ inline plan::Plan sample_plan() {
   rope.prerequisites.push_back({"rope_cos_sin_precompute", "Precompute cos/sin once per step",
                                 "每步预先计算一次 cos/sin", true, {"models/m/model.py", 30, 35}});
   rope.escapes = {"rotate_half(q) is also returned to the caller"};
+  Candidate rope_per_tensor;
+  rope_per_tensor.id = "rope.rotate_half_mul@models/m/model.py:60";
+  rope_per_tensor.module = "rope";
+  rope_per_tensor.rule = "rope.rotate_half_mul";
+  rope_per_tensor.title = "RoPE, half mode, per tensor";
+  rope_per_tensor.stages = {"prefill", "decode"};
+  rope_per_tensor.apis = {"npu_rotary_mul_per_tensor"};
+  rope_per_tensor.status = Status::NotApplicable;
+  rope_per_tensor.location = rope.location;
+  rope_per_tensor.blocking = {"head_dim 96 is not 64 or 128 (rotary.md#limits)"};
+  rope_per_tensor.evidence = {"q * cos + rotate_half(q) * sin, per tensor"};
+  rope.alternatives.push_back(rope_per_tensor);
 
   Candidate ffn;
   ffn.id = "ffn.swiglu@models/m/model.py:80";

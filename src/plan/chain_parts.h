@@ -1,0 +1,20 @@
+#pragma once
+// Where a matched chain is, in the user's terms: one line range per function
+// its ops come from (an add+RMSNorm chain runs through the decoder layer's
+// forward and the norm's forward), and which of them is the primary location:
+// the function the chain was matched in, where the replacement call goes.
+#include <vector>
+
+#include "plan/model_matches.h"
+#include "plan/plan.h"
+
+namespace npufuse::plan {
+
+struct ChainParts {
+  std::vector<Location> parts;  // in source order (file, then line)
+  Location primary;             // one of `parts`
+};
+
+ChainParts chain_parts(const MatchSite& site);
+
+}  // namespace npufuse::plan
