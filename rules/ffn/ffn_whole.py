@@ -55,6 +55,7 @@ RULE = {
     "sizes": {"T": 6, "H": 64, "I": 256},
     "dtypes": ["float32", "bfloat16"],
     "tolerance": {"bfloat16": {"atol": 0.02}},
+    "match": {"explain": [{"when": "lacks argument approximate", "near_miss": "fixtures/ffn_whole_nomatch_erf_gelu.py"}]},
     "near_misses": [
         {"file": "fixtures/ffn_whole_nomatch_erf_gelu.py",
          "reason": "erf GELU: npu_ffn's 'gelu' is the tanh approximation"},

@@ -42,6 +42,7 @@ RULE = {
     "inputs": {"gate_up": {"shape": ["T", "2 * I"], "dtype": "act"}},
     "sizes": {"T": 6, "I": 256},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"explain": [{"when": "expected output 0 of unpack(", "near_miss": "fixtures/geglu_nomatch_up_first.py"}]},
     "near_misses": [
         {"file": "fixtures/geglu_nomatch_up_first.py",
          "reason": "GELU is applied to the second half: npu_gelu_mul applies it to the first"},

@@ -40,6 +40,7 @@ RULE = {
     "inputs": {"x": {"shape": ["T", "I"], "dtype": "act", "scale": 3.0}},
     "sizes": {"T": 6, "I": 128},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"explain": [{"when": "found tanh(", "near_miss": "fixtures/gelu_nomatch_tanh.py"}]},
     "near_misses": [
         {"file": "fixtures/gelu_nomatch_tanh.py",
          "reason": "tanh approximation, not erf: a different function (see ffn.gelu_tanh)"},

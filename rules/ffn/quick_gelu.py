@@ -37,6 +37,7 @@ RULE = {
     "inputs": {"x": {"shape": ["T", "I"], "dtype": "act", "scale": 3.0}},
     "sizes": {"T": 6, "I": 128},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"explain": [{"when": "expected mul(...), found input", "near_miss": "fixtures/quick_gelu_nomatch_silu.py"}]},
     "near_misses": [
         {"file": "fixtures/quick_gelu_nomatch_silu.py",
          "reason": "x * sigmoid(x) without the 1.702 factor is SiLU, not quick GELU"},

@@ -42,6 +42,8 @@ RULE = {
     },
     "sizes": {"T": 6, "I": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"explain": [{"when": "expected a size computed like floor_divide(...), found constant", "near_miss": "fixtures/swiglu_merged_nomatch_even_odd.py"},
+                          {"when": "expected output 0 of unpack(", "near_miss": "fixtures/swiglu_merged_nomatch_up_first.py"}]},
     "near_misses": [
         {"file": "fixtures/swiglu_merged_nomatch_up_first.py",
          "reason": "the first half is used as up and the second as gate: npu_swiglu applies silu to the first half"},

@@ -64,7 +64,9 @@ RULE = {
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
     "match": {"anchor_uses": [{"anchor": 1, "allow": ["add", "return"]}],
-              "not_from": {"residual": ["mul", "div"], "hidden_states": ["mul", "div"], "weight": ["add", "sub"]}},
+              "not_from": {"residual": ["mul", "div"], "hidden_states": ["mul", "div"], "weight": ["add", "sub"]},
+              "explain": [{"when": "residual is computed by mul(", "near_miss": "fixtures/add_rms_norm_nomatch_scaled_residual.py"},
+                          {"when": "is also read by", "near_miss": "fixtures/add_rms_norm_nomatch_sum_reused.py"}]},
     "near_misses": [
         {"file": "fixtures/add_rms_norm_nomatch_sum_reused.py",
          "reason": "the sum is read by another consumer besides the norm and the next residual"},

@@ -58,6 +58,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"explain": [{"when": "expected add(...), found input", "near_miss": "fixtures/gemma_rms_norm_nomatch_plain_weight.py"}]},
     "near_misses": [
         {"file": "fixtures/gemma_rms_norm_nomatch_plain_weight.py",
          "reason": "the weight multiplies directly (no 1 +): this is norm.rms_norm"},

@@ -50,6 +50,10 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"already_fused": ["layer_norm"],
+              "explain": [{"when": "lacks argument unbiased", "near_miss": "fixtures/layer_norm_nomatch_unbiased_var.py"},
+                          {"when": "already computes this as one fused call",
+                           "near_miss": "fixtures/layer_norm_nomatch_already_functional.py"}]},
     "near_misses": [
         {"file": "fixtures/layer_norm_nomatch_unbiased_var.py",
          "reason": "x.var() is unbiased (divides by N - 1); the fused LayerNorm divides by N"},

@@ -42,7 +42,10 @@ RULE = {
     "checks": ["npu_rms_norm:*"],
     "facts": {},
     "match": {"only_from": {"query_states": ["view", "reshape", "unflatten", "transpose", "input"],
-                            "key_states": ["view", "reshape", "unflatten", "transpose", "input"]}},
+                            "key_states": ["view", "reshape", "unflatten", "transpose", "input"]},
+              "explain": [{"when": "_states is add(", "near_miss": "fixtures/qk_norm_nomatch_after_rope.py"},
+                          {"when": "_states is matmul(", "near_miss": "fixtures/qk_norm_nomatch_whole_projection.py"},
+                          {"when": "_states is linear(", "near_miss": "fixtures/qk_norm_nomatch_whole_projection.py"}]},
     "hints": {"class_names": ["Qwen3RMSNorm", "q_norm", "k_norm"]},
     "inputs": {
         "query_states": {"shape": ["B", "S", "N", "D"], "dtype": "act"},

@@ -47,6 +47,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "S": 5, "D": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"partial_returns": True},
     "near_misses": [
         {"file": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py",
          "reason": "no even/odd reorder before rotate_half: plain half-mode RoPE, see rope.rope_half"},

@@ -58,6 +58,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "N": 4, "KVN": 2, "D": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"partial_returns": True},
     "near_misses": [
         {"file": "fixtures/rope_interleave_nomatch_half_split.py",
          "reason": "pairs x[i] with x[i + D/2] (rotate_half): half-mode RoPE, see rope.rope_half"},

@@ -61,6 +61,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "N": 4, "KVN": 1, "D": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"partial_returns": True},
     "near_misses": [
         {"file": "fixtures/rope_interleave_complex_nomatch_complex_gate.py",
          "reason": "the complex product is not a rotation by a unit table (a learned complex scale): not RoPE"},

@@ -49,6 +49,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 5, "D": 96, "R": 32},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"partial_returns": True},
     "near_misses": [
         {"file": "fixtures/rope_partial_nomatch_tail_rotated.py",
          "reason": "the rotated slice is the tail of head_dim, not the head: the fused call would need the slice offset kept"},

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "match/pattern.h"
+#include "match/size_expression.h"
 #include "match/value_view.h"
 #include "rules/ruleset.h"
 
@@ -21,7 +22,7 @@ int count_steps(const model::FunctionDataflow& g, const std::vector<int>& anchor
   while (!todo.empty()) {
     int v = through_casts(g, todo.back());
     todo.pop_back();
-    if (constant_of(g, v)) continue;
+    if (constant_of(g, v) || is_size_expression(g, v)) continue;  // literals and shape metadata are no steps
     const model::DataflowOp& op = g.producer_of(v);
     if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant) continue;
     if (!seen.insert(op.id).second) continue;

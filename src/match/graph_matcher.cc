@@ -4,8 +4,11 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
+#include <set>
 
 #include "match/op_signature.h"
+#include "match/size_expression.h"
 #include "match/value_view.h"
 
 namespace npufuse::match {
@@ -66,7 +69,11 @@ bool same_kind(const DataflowOp& p, const DataflowOp& t) {
 
 class Walk {
  public:
-  Walk(const Pattern& p, const TargetIndex& t) : p_(p), t_(t), pg_(p.graph), tg_(t.g) {
+  // `lenient`: a binding RULE["match"] refuses (not_from / only_from) is
+  // noted and the walk goes on, so the refusal is told with the depth the
+  // rest of the pattern reaches.
+  Walk(const Pattern& p, const TargetIndex& t, bool lenient = false)
+      : p_(p), t_(t), pg_(p.graph), tg_(t.g), lenient_(lenient) {
     s_.op_map.assign(pg_.ops.size(), -1);
     s_.param_value.assign(pg_.values.size(), -1);
   }
@@ -84,7 +91,16 @@ class Walk {
       }
     size_t out_index = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), first_anchor) - P.outputs.begin());
     bool ok = out_index < T.outputs.size() && value(first_anchor, T.outputs[out_index]);
-    for (size_t k = 0; ok && k < p_.anchors.size(); ++k) ok = other_anchor(p_.anchors[k]);
+    for (size_t k = 0; ok && k < p_.anchors.size(); ++k) {
+      if (!p_.options.partial_returns) {
+        ok = other_anchor(p_.anchors[k]);
+        continue;
+      }
+      // Returned values computed independently (q and k each through the
+      // same per-tensor op): a model computing only some of them still matches.
+      State saved = s_;
+      if (!other_anchor(p_.anchors[k])) s_ = std::move(saved);
+    }
     a.ok = ok;
     const State& s = ok ? s_ : best_state_;
     a.op_map = s.op_map;
@@ -95,7 +111,7 @@ class Walk {
     for (const std::string& b : s.branches)
       if (std::find(a.branches.begin(), a.branches.end(), b) == a.branches.end()) a.branches.push_back(b);
     for (int v : p_.anchors) {
-      int pv = through_casts(pg_, v);
+      int pv = reshaped_only(s, through_casts(pg_, v));
       const DataflowOp& op = pg_.producer_of(pv);
       if (op.cls == OpClass::Input) {
         a.anchors.push_back(s.param_value[static_cast<size_t>(pv)]);
@@ -108,14 +124,29 @@ class Walk {
       }
     }
     for (const DataflowOp& op : pg_.ops)
-      if (op.cls == OpClass::Input) a.binding.push_back(s.param_value[static_cast<size_t>(op.outputs[0])]);
+      if (op.cls == OpClass::Input) {
+        a.binding.push_back(s.param_value[static_cast<size_t>(op.outputs[0])]);
+        bool reciprocal = std::find(s.reciprocal.begin(), s.reciprocal.end(), op.outputs[0]) != s.reciprocal.end();
+        a.binding_reciprocal.push_back(reciprocal ? 1 : 0);
+      }
     if (!ok) {
       a.reason = best_.reason;
       a.trace = best_.trace;
       a.failed_at = best_.at;
     }
+    if (lenient_ && !s.refusal.empty()) {
+      reported_refusal_ = true;
+      a.reason = ok ? s.refusal : s.refusal + "; " + best_.reason;
+      a.failed_at = s.refusal_at;
+      a.ok = false;
+    }
     return a;
   }
+
+  // A binding was refused by RULE["match"] on the way (strict walk).
+  bool refused() const { return refused_; }
+  // The attempt's reason is a refusal (lenient walk).
+  bool reported_refusal() const { return reported_refusal_; }
 
  private:
   struct State {
@@ -127,6 +158,9 @@ class Walk {
     int matched = 0;
     int skipped = 0;
     std::vector<std::string> branches;  // conditions of the branches a phi was entered through
+    std::string refusal;                // lenient walk: the first binding RULE["match"] refused
+    int refusal_at = -1;
+    std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)
   };
   struct Failure {
     int matched = -1;
@@ -137,8 +171,18 @@ class Walk {
 
   // A value a later anchor names: already matched on the way, or found by
   // trying every model op of its kind.
+  // A returned value the pattern only reshapes (`scale.squeeze(-1)`) is,
+  // in a model that keeps the shape, the value before the reshape.
+  int reshaped_only(const State& s, int pv) const {
+    const DataflowOp& P = pg_.producer_of(pv);
+    if (P.cls != OpClass::View || P.inputs.empty() || s.op_map[static_cast<size_t>(P.id)] >= 0) return pv;
+    int inner = through_casts(pg_, P.inputs[0]);
+    const DataflowOp& I = pg_.producer_of(inner);
+    return I.cls != OpClass::Input && s.op_map[static_cast<size_t>(I.id)] >= 0 ? inner : pv;
+  }
+
   bool other_anchor(int v) {
-    int pv = through_casts(pg_, v);
+    int pv = reshaped_only(s_, through_casts(pg_, v));
     const DataflowOp& P = pg_.producer_of(pv);
     if (P.cls == OpClass::Input || constant_of(pg_, pv)) return true;
     if (s_.op_map[static_cast<size_t>(P.id)] >= 0) return true;
@@ -207,22 +251,37 @@ class Walk {
     return c && !c->numeric && c->text == "None";
   }
 
-  bool bind(int pv, int tv) {
-    std::vector<int> passed;
-    int root = through_layout(tg_, tv, &passed);
-    std::string param = parameter_name(pv);
+  // Why RULE["match"] refuses binding `param` to model value `tv` ("" when it does not).
+  std::pair<std::string, int> refusal_of(const std::string& param, int tv, int root) const {
     if (auto it = p_.options.not_from.find(param); it != p_.options.not_from.end()) {
       const DataflowOp& producer = tg_.producer_of(root);
       if (it->second.count(producer.name))
-        return fail(fmt::format("{} is computed by {} at {}, not a plain value", param, describe_op(producer), where(producer)),
-                    producer.id);
+        return {fmt::format("{} is computed by {} at {}, not a plain value", param, describe_op(producer), where(producer)),
+                producer.id};
     }
     if (auto it = p_.options.only_from.find(param); it != p_.options.only_from.end()) {
       const DataflowOp& producer = tg_.producer_of(through_casts(tg_, tv));
       if (!it->second.count(producer.name))
-        return fail(fmt::format("{} is {} at {}, not computed by {}", param, describe_op(producer), where(producer),
-                                fmt::join(it->second, "/")),
-                    producer.id);
+        return {fmt::format("{} is {} at {}, not computed by {}", param, describe_op(producer), where(producer),
+                            fmt::join(it->second, "/")),
+                producer.id};
+    }
+    return {"", -1};
+  }
+
+  bool bind(int pv, int tv) {
+    std::vector<int> passed;
+    int root = through_layout(tg_, tv, &passed);
+    std::string param = parameter_name(pv);
+    if (auto [refusal, at] = refusal_of(param, tv, root); !refusal.empty()) {
+      if (!lenient_) {
+        refused_ = true;
+        return fail(refusal, at);
+      }
+      if (s_.refusal.empty()) {
+        s_.refusal = refusal;
+        s_.refusal_at = at;
+      }
     }
     int& bound = s_.param_value[static_cast<size_t>(pv)];
     if (bound >= 0) {
@@ -245,6 +304,15 @@ class Walk {
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
       return fail(fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)), T.id);
     }
+    // A size read from a tensor's shape is metadata: it ties no parameter.
+    if (is_size_expression(pg_, pv)) {
+      if (size_matches(pg_, pv, tg_, tv)) return true;
+      if (s_.matched <= best_.matched) return false;
+      const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
+      return fail(fmt::format("expected a size computed like {}, found {} at {}", describe_op(pg_.producer_of(pv)),
+                              describe_op(T), where(T)),
+                  T.id);
+    }
     const DataflowOp& P = pg_.producer_of(pv);
     if (P.cls == OpClass::Input) return bind(pv, tv);
 
@@ -254,7 +322,7 @@ class Walk {
     for (;;) {
       tv = through_packing(tg_, tv);
       const DataflowOp& op = tg_.producer_of(tv);
-      bool skip = op.cls == OpClass::Cast || (is_layout_view(op.name) && op.name != P.name);
+      bool skip = op.cls == OpClass::Cast || ((is_layout_view(op.name) || is_inference_identity(op.name)) && op.name != P.name);
       if (!skip || op.inputs.empty() || op.outputs.size() != 1) break;
       passed.push_back(op.id);
       tv = op.inputs[0];
@@ -262,14 +330,26 @@ class Walk {
     const DataflowOp& T = tg_.producer_of(tv);
     // A value merged from branches (`if n_rep == 1: return x`): the pattern
     // may be any one of them.
+    // When the pattern step is optional (`if n_rep == 1: return x` around a
+    // repeat_kv), either branch is the same chain for a fused kernel: the
+    // branch that has the step is preferred and no condition is recorded.
     if (T.name == "phi" && P.name != "phi") {
+      bool optional_step = p_.options.optional.count(P.name) > 0;
+      std::optional<State> fallback;
       for (int in : T.inputs) {
         State saved = s_;
         s_.passed.push_back(T.id);
         const std::string& branch = tg_.producer_of(through_casts(tg_, in)).condition;
-        if (branch != T.condition && !branch.empty()) s_.branches.push_back(branch);
-        if (value(pv, in)) return true;
+        if (branch != T.condition && !branch.empty() && !optional_step) s_.branches.push_back(branch);
+        if (value(pv, in)) {
+          if (!optional_step || s_.skipped == saved.skipped) return true;
+          if (!fallback) fallback = s_;
+        }
         s_ = std::move(saved);
+      }
+      if (fallback) {
+        s_ = std::move(*fallback);
+        return true;
       }
       return false;
     }
@@ -332,6 +412,10 @@ class Walk {
       const DataflowOp& root = tg_.producer_of(through_casts(tg_, T.inputs[1]));
       if (root.name == "sqrt" && root.inputs.size() == 1) return claim({T.id, root.id}, P.inputs[0], root.inputs[0]);
     }
+    if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2 && divides_by_sqrt(P, T, passed))
+      return true;
+    if (P.name == "repeat_interleave" && T.name == "expand") return repeat_kv_spelling(P, T, passed);
+    if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2) return reciprocal_scale(P, T, passed);
     if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
       const DataflowOp& root = pg_.producer_of(through_casts(pg_, P.inputs[1]));
       if (root.name == "sqrt" && root.inputs.size() == 1) {
@@ -340,6 +424,117 @@ class Walk {
       }
     }
     return false;
+  }
+
+  // `x * rsqrt(y)` written as `x / sqrt(y)` (a cast on the divisor allowed).
+  bool divides_by_sqrt(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    std::vector<int> casts;
+    const DataflowOp& root = tg_.producer_of(through_casts(tg_, T.inputs[1], &casts));
+    if (root.name != "sqrt" || root.inputs.size() != 1) return false;
+    for (size_t side = 0; side < 2; ++side) {
+      const DataflowOp& r = pg_.producer_of(through_casts(pg_, P.inputs[side]));
+      if (r.name != "rsqrt" || r.inputs.size() != 1) continue;
+      State saved = s_;
+      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      s_.op_map[static_cast<size_t>(r.id)] = root.id;
+      s_.claimed.push_back(T.id);
+      s_.claimed.push_back(root.id);
+      s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+      s_.passed.insert(s_.passed.end(), casts.begin(), casts.end());
+      s_.matched += 2;
+      trace_.push_back(fmt::format("{} at {} (division by sqrt)", describe_op(T), where(T)));
+      bool ok = value(P.inputs[1 - side], T.inputs[0]) && value(r.inputs[0], root.inputs[0]);
+      trace_.pop_back();
+      if (ok) return true;
+      s_ = std::move(saved);
+    }
+    return false;
+  }
+
+  // The value of pattern argument `key` of `P` (-1 when absent).
+  int argument_value(const DataflowOp& P, const std::string& key) const {
+    for (const Arg& a : arguments(P))
+      if (a.key == key) return a.value;
+    return -1;
+  }
+
+  // HF's repeat_kv: `x[:, :, None].expand(b, kvh, n_rep, s, d).reshape(b, kvh * n_rep, s, d)`
+  // (or `x.unsqueeze(2)`) is `repeat_interleave(x, n_rep, dim=1)`. The reshape
+  // is a layout view the walk has already passed; T is the expand.
+  bool repeat_kv_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    if (T.inputs.empty()) return false;
+    const DataflowOp& inner = tg_.producer_of(through_casts(tg_, T.inputs[0]));
+    int new_axis = -1;
+    if (inner.name == "unsqueeze" && inner.inputs.size() == 2) {
+      auto c = constant_of(tg_, inner.inputs[1]);
+      if (c && c->numeric) new_axis = static_cast<int>(c->number);
+    } else if (inner.name == "getitem" && inner.inputs.size() == 2) {
+      const DataflowOp& index = tg_.producer_of(inner.inputs[1]);
+      for (size_t i = 0; index.name == "tuple" && i < index.inputs.size(); ++i)
+        if (is_none(tg_, index.inputs[i])) {
+          new_axis = static_cast<int>(i);
+          break;
+        }
+    }
+    if (new_axis < 1 || inner.inputs.empty()) return false;
+    // The copies sit next to the axis they repeat.
+    int dim = argument_value(P, "dim");
+    if (auto c = dim >= 0 ? constant_of(pg_, dim) : std::nullopt; c && c->numeric && c->number >= 0 && c->number != new_axis - 1)
+      return false;
+    s_.op_map[static_cast<size_t>(P.id)] = T.id;
+    s_.claimed.push_back(T.id);
+    s_.passed.push_back(inner.id);
+    s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+    ++s_.matched;
+    trace_.push_back(fmt::format("{} at {} (repeat_kv)", describe_op(T), where(T)));
+    bool ok = value(argument_value(P, "input"), inner.inputs[0]);
+    int repeats = argument_value(P, "repeats");
+    if (ok && repeats >= 0 && static_cast<size_t>(new_axis) + 1 < T.inputs.size()) ok = value(repeats, T.inputs[static_cast<size_t>(new_axis) + 1]);
+    trace_.pop_back();
+    return ok;
+  }
+
+  // `scores * scaling` written as `scores / math.sqrt(head_dim)`: the scale
+  // parameter is bound to the divisor's reciprocal.
+  bool reciprocal_scale(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    for (int side = 0; side < 2; ++side) {
+      int scale = through_casts(pg_, P.inputs[static_cast<size_t>(side)]);
+      if (pg_.producer_of(scale).cls != OpClass::Input) continue;
+      State saved = s_;
+      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      s_.claimed.push_back(T.id);
+      s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+      ++s_.matched;
+      trace_.push_back(fmt::format("{} at {} (division by the reciprocal scale)", describe_op(T), where(T)));
+      bool ok = value(P.inputs[static_cast<size_t>(1 - side)], T.inputs[0]) && bind(scale, T.inputs[1]);
+      trace_.pop_back();
+      if (ok) {
+        s_.reciprocal.push_back(scale);
+        return true;
+      }
+      s_ = std::move(saved);
+    }
+    return false;
+  }
+
+  // transpose(2, 3), transpose(3, 2) and transpose(-2, -1) swap the same two
+  // axes of the 4-D tensors attention works on.
+  std::optional<bool> same_transpose(const std::vector<Arg>& pa, const std::vector<Arg>& ta) {
+    auto axes = [](const FunctionDataflow& g, const std::vector<Arg>& args) -> std::optional<std::set<int>> {
+      std::set<int> out;
+      for (const Arg& a : args) {
+        if (a.key != "dim0" && a.key != "dim1") continue;
+        auto c = constant_of(g, a.value);
+        if (!c || !c->numeric) return std::nullopt;
+        int d = static_cast<int>(c->number);
+        out.insert(d < 0 ? d + 4 : d);
+      }
+      if (out.size() != 2) return std::nullopt;
+      return out;
+    };
+    auto p = axes(pg_, pa), t = axes(tg_, ta);
+    if (!p || !t) return std::nullopt;
+    return *p == *t;
   }
 
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
@@ -352,6 +547,8 @@ class Walk {
     if (!same_kind(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
+    std::optional<State> before;
+    if (P.name == "mul") before = s_;
     s_.op_map[static_cast<size_t>(P.id)] = T.id;
     s_.claimed.push_back(T.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -359,7 +556,57 @@ class Walk {
     trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
     bool ok = arguments_match(P, T);
     trace_.pop_back();
+    if (ok || !before) return ok;
+    // `x * 0.5 * y` grouped another way in the model (`x * (0.5 * y)`).
+    s_ = std::move(*before);
+    return same_product(P, T, passed);
+  }
+
+  // The factors of the product `op` computes: the inputs of the muls nested
+  // under it that nothing else reads (casts end a product: they round).
+  void product_factors(const FunctionDataflow& g, const DataflowOp& op, bool pattern, std::vector<int>& factors,
+                       std::vector<int>& muls) const {
+    muls.push_back(op.id);
+    for (int in : op.inputs) {
+      const DataflowOp& src = g.producer_of(in);
+      size_t readers = pattern ? g.consumers(in).size() : t_.readers[static_cast<size_t>(in)].size();
+      if (src.name == "mul" && src.cls == OpClass::Compute && src.inputs.size() == 2 && readers == 1 && muls.size() < 6)
+        product_factors(g, src, pattern, factors, muls);
+      else
+        factors.push_back(in);
+    }
+  }
+
+  bool same_product(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    std::vector<int> pattern_factors, pattern_muls, model_factors, model_muls;
+    product_factors(pg_, P, true, pattern_factors, pattern_muls);
+    product_factors(tg_, T, false, model_factors, model_muls);
+    if (pattern_factors.size() < 3 || pattern_factors.size() != model_factors.size()) return false;
+    for (size_t i = 0; i < pattern_muls.size(); ++i) {
+      s_.op_map[static_cast<size_t>(pattern_muls[i])] = model_muls[i];
+      s_.claimed.push_back(model_muls[i]);
+    }
+    s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+    s_.matched += static_cast<int>(pattern_muls.size());
+    trace_.push_back(fmt::format("{} at {} (factors regrouped)", describe_op(T), where(T)));
+    std::vector<char> used(model_factors.size(), 0);
+    bool ok = match_factors(pattern_factors, model_factors, used, 0);
+    trace_.pop_back();
     return ok;
+  }
+
+  // Pattern factors from `i` on, each paired with a model factor not used yet.
+  bool match_factors(const std::vector<int>& pattern, const std::vector<int>& model, std::vector<char>& used, size_t i) {
+    if (i == pattern.size()) return true;
+    for (size_t j = 0; j < model.size(); ++j) {
+      if (used[j]) continue;
+      State saved = s_;
+      used[j] = 1;
+      if (value(pattern[i], model[j]) && match_factors(pattern, model, used, i + 1)) return true;
+      used[j] = 0;
+      s_ = std::move(saved);
+    }
+    return false;
   }
 
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
@@ -373,6 +620,13 @@ class Walk {
     for (const Arg& a : ta) {
       bool known = std::any_of(pa.begin(), pa.end(), [&](const Arg& b) { return b.key == a.key; });
       if (!known) return fail(fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key), T.id);
+    }
+    if (P.name == "transpose") {
+      if (std::optional<bool> same = same_transpose(pa, ta)) {
+        if (!*same) return fail(fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)), T.id);
+        pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), pa.end());
+        ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), ta.end());
+      }
     }
     std::vector<std::pair<int, int>> pairs;
     for (const Arg& a : pa) {
@@ -395,6 +649,9 @@ class Walk {
   const TargetIndex& t_;
   const FunctionDataflow& pg_;
   const FunctionDataflow& tg_;
+  bool lenient_ = false;
+  bool refused_ = false;
+  bool reported_refusal_ = false;
   State s_;
   State best_state_;
   Failure best_;
@@ -413,8 +670,15 @@ int start_op(const Pattern& pattern) {
 }
 
 Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op) {
-  Walk walk(pattern, target);
-  return walk.run(anchor_op);
+  Walk strict(pattern, target);
+  Attempt a = strict.run(anchor_op);
+  if (a.ok || !strict.refused()) return a;
+  // A value RULE["match"] refuses (a norm input computed by RoPE, a residual
+  // that is scaled) is the near-miss to tell when the rest of the pattern is there.
+  Walk lenient(pattern, target, true);
+  Attempt b = lenient.run(anchor_op);
+  if (b.ok || (lenient.reported_refusal() && b.matched >= a.matched)) return b;
+  return a;
 }
 
 }  // namespace npufuse::match

@@ -17,6 +17,7 @@ struct Attempt {
   std::vector<int> op_map;          // pattern op id -> target op id (-1: not an op of the match)
   std::vector<int> anchors;         // target value per pattern anchor (-1 for an anchor that is a bare parameter)
   std::vector<int> binding;         // per pattern parameter: target value (-1 when unused)
+  std::vector<char> binding_reciprocal;  // per pattern parameter: bound to a divisor (the model divides by it)
   std::vector<int> passed;          // target casts/views passed between matched ops
   std::vector<int> binding_passed;  // target casts/views passed on the way to a parameter's value
   int matched = 0;                  // pattern ops matched (on failure: at the deepest point reached)

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rules/ruleset.h"
 
 namespace npufuse::match {
@@ -18,6 +20,25 @@ std::set<std::string> string_set(const rules::Rule& rule, const nlohmann::json& 
   for (const auto& e : j) {
     if (!e.is_string()) fail(rule, where + " must be a list of op names");
     out.insert(e.get<std::string>());
+  }
+  return out;
+}
+
+// [{"when": text, "near_miss": "fixtures/<file>"}]: the reason is the one
+// RULE["near_misses"] gives that fixture, so it is written once.
+std::vector<NearMissExplanation> read_explanations(const rules::Rule& rule, const nlohmann::json& j) {
+  const char* shape = "\"explain\" must be a list of {\"when\": text, \"near_miss\": fixture}";
+  if (!j.is_array()) fail(rule, shape);
+  std::vector<NearMissExplanation> out;
+  for (const auto& e : j) {
+    if (!e.is_object() || !e.contains("when") || !e.contains("near_miss") || e.size() != 2 || !e["when"].is_string() ||
+        !e["near_miss"].is_string() || e["when"].get<std::string>().empty())
+      fail(rule, shape);
+    std::string file = e["near_miss"].get<std::string>();
+    auto it = std::find_if(rule.near_misses.begin(), rule.near_misses.end(), [&](const rules::NearMiss& n) { return n.file == file; });
+    if (it == rule.near_misses.end())
+      fail(rule, fmt::format("\"explain\" names \"{}\", which RULE[\"near_misses\"] does not list", file));
+    out.push_back({e["when"].get<std::string>(), it->reason});
   }
   return out;
 }
@@ -55,8 +76,17 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
     } else if (key == "only_from") {
       if (!value.is_object()) fail(rule, "\"only_from\" must be a dict {parameter: [op names]}");
       for (const auto& [param, ops] : value.items()) o.only_from[param] = string_set(rule, ops, "\"only_from\" values");
+    } else if (key == "explain") {
+      o.explain = read_explanations(rule, value);
+    } else if (key == "partial_returns") {
+      if (!value.is_boolean()) fail(rule, "\"partial_returns\" must be True or False");
+      o.partial_returns = value.get<bool>();
+    } else if (key == "already_fused") {
+      o.already_fused = string_set(rule, value, "\"already_fused\"");
     } else {
-      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from)", key));
+      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
+                             "partial_returns)",
+                             key));
     }
   }
   return o;

@@ -16,6 +16,14 @@ struct AnchorUse {
   std::set<std::string> allow;       // op names outside the match that may read it; "return" for a return
 };
 
+// A near-miss the rule author has explained: when the matcher's finding
+// contains `when`, users read `reason` (the RULE["near_misses"] entry of the
+// fixture that shows the case) followed by the finding.
+struct NearMissExplanation {
+  std::string when;
+  std::string reason;
+};
+
 struct RuleMatchOptions {
   // Pattern steps with these op names may be absent in the model: the
   // matcher then continues with the step's first input.
@@ -28,6 +36,15 @@ struct RuleMatchOptions {
   // (seen through casts only): QK-norm's input is the per-head view of a
   // projection, never the hidden state itself.
   std::map<std::string, std::set<std::string>> only_from;
+  // In the order written: the first whose `when` occurs in a finding explains it.
+  std::vector<NearMissExplanation> explain;
+  // Model ops that already compute the whole pattern as one fused call
+  // (F.layer_norm for a hand-written LayerNorm): each is told as a near-miss.
+  std::set<std::string> already_fused;
+  // The returned values are computed independently by a per-tensor operator
+  // (RoPE on q and on k): a model that computes only some of them matches
+  // with those, and the parameters only the others read stay unbound.
+  bool partial_returns = false;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")

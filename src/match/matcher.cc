@@ -188,6 +188,31 @@ bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
 
 std::string rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
 
+// What users read for a failed attempt: the rule author's explanation when
+// RULE["match"]["explain"] recognises the finding, then the finding itself.
+std::string explained(const Pattern& p, const std::string& finding) {
+  for (const NearMissExplanation& e : p.options.explain)
+    if (finding.find(e.when) != std::string::npos) return e.reason + " (" + finding + ")";
+  return finding;
+}
+
+// RULE["match"]["already_fused"]: model ops that are already the fused form
+// of the pattern, told as near-misses so the user sees why nothing is offered.
+void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<NearMissTrace>& misses) {
+  for (const std::string& name : p.options.already_fused)
+    for (int id : index.ops_named(name)) {
+      const DataflowOp& op = index.g.ops[static_cast<size_t>(id)];
+      NearMissTrace n;
+      n.pattern = &p;
+      n.anchor_op = id;
+      n.matched_steps = n.pattern_steps = std::max(p.steps, 1);
+      n.finding = fmt::format("{} at {} already computes this as one fused call", describe_op(op), where(op));
+      n.reason = explained(p, n.finding);
+      n.spans = spans_of(index.g, {id});
+      misses.push_back(std::move(n));
+    }
+}
+
 }  // namespace
 
 MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionDataflow& target, const MatchOptions& options) {
@@ -196,6 +221,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   std::vector<Match> found;
   std::vector<NearMissTrace> misses;
   for (const Pattern& p : patterns) {
+    if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
     int start = start_op(p);
     if (start < 0) continue;
     for (int cand : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name)) {
@@ -217,7 +243,8 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
           n.anchor_op = cand;
           n.matched_steps = a.matched;
           n.pattern_steps = p.steps;
-          n.reason = a.reason;
+          n.finding = a.reason;
+          n.reason = explained(p, a.reason);
           n.trace = a.trace;
           std::vector<int> touched;
           for (int id : a.op_map)
@@ -234,7 +261,10 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       m.target = &target;
       m.ops = ops;
       m.anchors = a.anchors;
+      // A partial match (RULE["match"] partial_returns) names only what the model computes.
+      if (p.options.partial_returns) m.anchors.erase(std::remove(m.anchors.begin(), m.anchors.end(), -1), m.anchors.end());
       for (size_t i = 0; i < p.parameters.size() && i < a.binding.size(); ++i) {
+        if (p.options.partial_returns && a.binding[i] < 0) continue;
         Binding b{p.parameters[i], a.binding[i], ""};
         if (b.value >= 0) {
           const DataflowOp& producer = target.producer_of(b.value);
@@ -243,6 +273,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
                    : producer.cls == model::OpClass::Constant && !producer.attrs.empty() ? producer.attrs[0]
                    : !name.empty() ? name
                    : describe_op(producer);
+          if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
         }
         m.bindings.push_back(std::move(b));
       }

@@ -62,7 +62,10 @@ struct NearMissTrace {
   int anchor_op = -1;                 // the target op the attempt started from
   int matched_steps = 0;              // pattern ops matched before the failure
   int pattern_steps = 0;              // pattern ops in total
-  std::string reason;                 // "expected mean(...), found sum(...) at model.py:53"
+  // What users read: the rule's explanation of the case when it has one
+  // (RULE["match"]["explain"]), followed by the finding in parentheses.
+  std::string reason;
+  std::string finding;                // the matcher's own words: "expected mean(...), found sum(...) at model.py:53"
   std::vector<std::string> trace;     // the steps tried, outermost first
   std::vector<model::SourceSpan> spans;
 };

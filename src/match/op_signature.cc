@@ -49,6 +49,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& signatures()
       {"layer_norm", {"input", "normalized_shape", "weight", "bias", "eps"}},
       {"rms_norm", {"input", "normalized_shape", "weight", "eps"}},
       {"gelu", {"input", "approximate"}},
+      {"repeat_interleave", {"input", "repeats", "dim"}},
       {"scaled_dot_product_attention", {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"}},
       {"einsum", {"equation"}},
       {"arange", {"start", "end", "step"}},
@@ -85,8 +86,16 @@ bool is_layout_view(std::string_view op) {
   return ops.count(op) > 0;
 }
 
+bool is_inference_identity(std::string_view op) {
+  static const std::set<std::string, std::less<>> ops = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                                         "feature_alpha_dropout"};
+  return ops.count(op) > 0;
+}
+
 bool is_ignorable_argument(std::string_view key) {
-  return key == "dtype" || key == "inplace" || key == "out" || key == "non_blocking" || key == "copy";
+  // device/pin_memory/requires_grad say where a tensor lives, not what it holds.
+  return key == "dtype" || key == "inplace" || key == "out" || key == "non_blocking" || key == "copy" || key == "device" ||
+         key == "pin_memory" || key == "requires_grad";
 }
 
 }  // namespace npufuse::match

@@ -23,6 +23,10 @@ bool is_commutative(std::string_view op);
 // asks for one.
 bool is_layout_view(std::string_view op);
 
+// dropout and its variants: the identity at inference, which is all a fused
+// inference kernel replaces, so the matcher passes them like casts.
+bool is_inference_identity(std::string_view op);
+
 // Arguments that do not change which computation it is (an output dtype on
 // softmax, `inplace=` on an activation, `out=`).
 bool is_ignorable_argument(std::string_view key);

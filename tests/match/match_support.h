@@ -91,6 +91,10 @@ inline std::unique_ptr<Graphs> load_graphs(const std::string& path, const std::v
     for (const model::ClassDecl& cls : r->sources.classes()) {
       model::FunctionDataflow g = model::build_inlined_forward(r->sources, cls, lookup);
       if (!g.ops.empty()) r->graphs.push_back(std::move(g));
+      // Cache writes live in methods other than forward (`update`, `append`, `__call__`).
+      for (const frontend::ast::stmt* s : cls.node->body)
+        if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s); fn && fn->name != "forward" && fn->name != "__init__")
+          r->graphs.push_back(model::build_dataflow(r->sources, *cls.file, *fn));
     }
   } else {
     for (const std::string& name : classes)

@@ -58,6 +58,20 @@ TEST(TestModels, Qwen3DecoderLayerAlsoNormalisesQueriesAndKeys) {
   EXPECT_EQ(count(m, "ffn.swiglu"), 1) << m.listing;
 }
 
+// A norm class's own forward says nothing about where the norm is applied:
+// a model without QK-norm is offered none, in any of its classes.
+TEST(TestModels, LlamaIsNeverOfferedAQkNorm) {
+  for (const char* cls : {"LlamaRMSNorm", "LlamaAttention", "LlamaDecoderLayer", "LlamaModel", "LlamaForCausalLM"}) {
+    LayerMatches m = match_layer("llama_like", cls);
+    EXPECT_EQ(count(m, "norm.qk_norm") + m.conditional["norm.qk_norm"], 0) << cls << ":\n" << m.listing;
+  }
+}
+
+TEST(TestModels, Qwen3AttentionNormalisesQueriesAndKeysPerHead) {
+  LayerMatches m = match_layer("qwen3_like", "Qwen3Attention");
+  EXPECT_EQ(count(m, "norm.qk_norm"), 1) << m.listing;
+}
+
 TEST(TestModels, GemmaNormIsNeverAPlainRmsNorm) {
   LayerMatches m = match_layer("gemma_style", "GemmaDecoderLayer");
   EXPECT_EQ(count(m, "norm.rms_norm"), 0) << m.listing;
