@@ -609,7 +609,32 @@ class Walk {
     return false;
   }
 
+  bool is_full_slice(int v) const {
+    const DataflowOp& op = tg_.producer_of(v);
+    return op.name == "slice" && op.inputs.empty() && !op.attrs.empty() && op.attrs[0] == ":";
+  }
+
+  // An index `[..., i]` in the pattern and `[:, :, :, i]` in the model: the
+  // model's leading whole-axis slices are what the Ellipsis stands for.
+  std::optional<bool> ellipsis_index(const DataflowOp& P, const DataflowOp& T) {
+    auto is_ellipsis = [](const FunctionDataflow& g, int v) {
+      auto c = constant_of(g, v);
+      return c && !c->numeric && c->text == "...";
+    };
+    if (P.inputs.empty() || !is_ellipsis(pg_, P.inputs[0]) || T.inputs.size() < P.inputs.size()) return std::nullopt;
+    for (int v : T.inputs)
+      if (is_ellipsis(tg_, v)) return std::nullopt;
+    size_t lead = T.inputs.size() - (P.inputs.size() - 1);
+    for (size_t i = 0; i < lead; ++i)
+      if (!is_full_slice(T.inputs[i])) return std::nullopt;
+    for (size_t i = 1; i < P.inputs.size(); ++i)
+      if (!value(P.inputs[i], T.inputs[lead + i - 1])) return false;
+    return true;
+  }
+
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
+    if (P.name == "tuple" && T.name == "tuple")
+      if (std::optional<bool> same = ellipsis_index(P, T)) return *same;
     std::vector<Arg> pa = arguments(P), ta = arguments(T);
     // Pattern arguments that do not change the computation are not compared.
     pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), pa.end());
