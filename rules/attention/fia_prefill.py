@@ -83,7 +83,7 @@ RULE = {
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 9, "D": 64},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa": "2.1", "search_sdpa_is_causal": "2.1"},
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave", "add"]},
     "near_misses": [
         {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
          "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},
@@ -125,20 +125,14 @@ RULE = {
 
 
 def search(query, key, value, attention_mask, scaling, n_rep):
-    b, groups, s, d = key.shape
-    k_full = key[:, :, None, :, :].expand(b, groups, n_rep, s, d).reshape(b, groups * n_rep, s, d)
-    v_full = value[:, :, None, :, :].expand(b, groups, n_rep, s, d).reshape(b, groups * n_rep, s, d)
-    logits = torch.matmul(query, k_full.transpose(2, 3)) * scaling + attention_mask
+    # HF eager attention. The matcher reads repeat_kv's `x[:, :, None].expand(...).reshape(...)`
+    # as this repeat_interleave, `/ sqrt(head_dim)` as `* scaling`, and transpose(-2, -1)
+    # as transpose(2, 3); the mask add is optional (no mask in a plain causal model).
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling + attention_mask
     probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
-    return torch.matmul(probs, v_full).transpose(1, 2).contiguous()
-
-
-def search_repeat_interleave(query, key, value, attention_mask, scaling, n_rep):
-    k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
-    v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
-    scores = query @ k.transpose(-2, -1) * scaling + attention_mask
-    probs = torch.softmax(scores.float(), dim=-1).type_as(query)
-    return (probs @ v).transpose(1, 2)
+    return torch.matmul(probs, value_states).transpose(1, 2)
 
 
 def search_sdpa(query, key, value, attention_mask, scaling, n_rep):

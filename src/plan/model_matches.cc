@@ -33,6 +33,15 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     std::string name(cls->node->name);
     run_on(out, model::build_inlined_forward(sources, *cls, lookup), name + ".forward", name);
   }
+  // Methods other than forward, of any class: a KV cache's `update`/`append`
+  // writes the cache there (HF Cache classes are no nn.Module).
+  for (const model::ClassDecl& cls : sources.classes())
+    for (const model::ast::stmt* s : cls.node->body) {
+      auto* fn = model::ast::as<model::ast::FunctionDef>(s);
+      if (!fn || fn->name == "forward" || fn->name == "__init__") continue;
+      std::string name(cls.node->name);
+      run_on(out, model::build_dataflow(sources, *cls.file, *fn), name + "." + std::string(fn->name), name);
+    }
   // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
   // are matched on their own too: a chain may live entirely in one.
   for (const auto& file : sources.files()) {
