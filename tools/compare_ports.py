@@ -174,8 +174,26 @@ def near_miss_notes(plan, op):
             note[len("near-miss: "):].startswith(prefixes)]
 
 
+def flatten_candidates(plan):
+    """Plan entries and their `alternatives` (schema 2) as one list.
+
+    An alternative is another rule for the same chain; it inherits what it
+    does not state from its entry and is named after the entry, so that an
+    expert op met only by an alternative is still found, and said to be."""
+    flat = []
+    for entry in plan.get("candidates", []):
+        flat.append(entry)
+        for alternative in entry.get("alternatives", []):
+            merged = {key: entry.get(key) for key in ("module", "stages", "location")}
+            merged.update(alternative)
+            merged["id"] = alternative.get("id") or f"{entry['id']} (alternative {alternative.get('rule', '?')})"
+            merged["alternative_of"] = entry["id"]
+            flat.append(merged)
+    return flat
+
+
 def compare_port(plan, port, model, stage, all_when):
-    candidates = plan.get("candidates", [])
+    candidates = flatten_candidates(plan)
     ops = [op for op in port.get("ops", []) if op_applies(op, model, stage, all_when)]
     rows = []
     used = set()
@@ -200,8 +218,9 @@ def compare_port(plan, port, model, stage, all_when):
         })
     kept = port.get("kept_in_torch", [])
     extras = []
-    for candidate in candidates:
-        if candidate["id"] in used or candidate.get("status") not in RECOMMENDING:
+    used_entries = {c.get("alternative_of", c["id"]) for c in candidates if c["id"] in used}
+    for candidate in plan.get("candidates", []):
+        if candidate["id"] in used_entries or candidate.get("status") not in RECOMMENDING:
             continue
         kept_here = [k for k in kept
                      if candidate.get("module") in PLAN_MODULES.get(k.get("module", ""), set())]
