@@ -54,7 +54,9 @@ TEST(PatchPlan, LlamaLikeNormRopeAndSwigluWithMergedGateUpRewritten) {
   bool add_norm_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
     return m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && m.what.find("thread_residual") != std::string::npos;
   });
-  EXPECT_TRUE(add_norm_manual);
+  std::string listed;
+  for (const ManualStep& m : set.manual) listed += m.candidate + ": " + m.what + "\n";
+  EXPECT_TRUE(add_norm_manual) << listed;
 
   ASSERT_EQ(set.files.size(), 1u);
   const PatchedFile& f = set.files[0];
