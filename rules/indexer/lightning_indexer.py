@@ -70,6 +70,11 @@ RULE = {
         {"file": "fixtures/lightning_indexer_nomatch_softmax_scores.py",
          "reason": "the head scores go through softmax, not ReLU: an attention probability, not the indexer's weighted ReLU score"},
     ],
+    "match": {
+        "explain": [
+            {"when": "expected relu(...), found softmax(", "near_miss": "fixtures/lightning_indexer_nomatch_softmax_scores.py"},
+        ],
+    },
     "doc_zh": """DeepSeek-V3.2索引器的得分（按头q.k的加权ReLU）及其top-k，替换为npu_lightning_indexer。
 
 功能

@@ -86,6 +86,11 @@ RULE = {
         {"file": "fixtures/experts_distribute_nomatch_clamped_swiglu.py",
          "reason": "the experts clamp gate and up and offset up by 1 (GPT-OSS SwiGLU): npu_swiglu would change the numbers"},
     ],
+    "match": {
+        "explain": [
+            {"when": "expected silu(...), found mul(", "near_miss": "fixtures/experts_distribute_nomatch_clamped_swiglu.py"},
+        ],
+    },
     "doc_zh": """专家并行下的逐专家循环，替换为MC2分发+分组矩阵乘+SwiGLU+合并（解码）。
 
 功能

@@ -92,6 +92,11 @@ RULE = {
         {"file": "fixtures/experts_grouped_matmul_nomatch_dense_all_experts.py",
          "reason": "every expert runs on every token and the outputs are mixed by a dense weight matrix: no routing to replace"},
     ],
+    "match": {
+        "explain": [
+            {"when": "expected silu(...), found mul(", "near_miss": "fixtures/experts_grouped_matmul_nomatch_clamped_swiglu.py"},
+        ],
+    },
     "doc_zh": """逐专家遍历路由token的循环，替换为路由+分组矩阵乘+SwiGLU+还原（单设备）。
 
 功能

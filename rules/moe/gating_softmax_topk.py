@@ -61,6 +61,12 @@ RULE = {
         {"file": "fixtures/gating_softmax_topk_nomatch_topk_first.py",
          "reason": "top-k is taken on the raw logits and the softmax runs over the k kept values only (GPT-OSS order): not a softmax over all experts"},
     ],
+    "match": {
+        "explain": [
+            {"when": "expected softmax(...), found sigmoid(", "near_miss": "fixtures/gating_softmax_topk_nomatch_sigmoid.py"},
+            {"when": "expected softmax(...), found input", "near_miss": "fixtures/gating_softmax_topk_nomatch_topk_first.py"},
+        ],
+    },
     "doc_zh": """softmax路由后接top-k，替换为npu_moe_gating_top_k_softmax。
 
 功能
