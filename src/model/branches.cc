@@ -239,6 +239,7 @@ class BranchFinder {
     b.where = file.span_of(n);
     b.form = form;
     b.condition = std::string(file.text_of(test));
+    b.test = test;
     test_ = test;
     return b;
   }

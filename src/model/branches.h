@@ -35,6 +35,13 @@ struct BranchCondition {
   std::vector<std::string> then_calls;  // callees in the true arm, as written, first use order
   std::vector<std::string> else_calls;  // callees in the false arm
   std::vector<std::string> communication;  // collective calls (dist.*, all_reduce, ...) in either arm
+  // Configuration choices and attention dispatch evaluated against the
+  // loaded config (`config_arms.h`): "then" or "else" when the test's value
+  // is known, "" otherwise; `config_value` is the test with what it read
+  // ("self.score_func == 'sigmoid'" with score_func = 'sigmoid').
+  std::string config_arm;
+  std::string config_value;
+  const frontend::ast::expr* test = nullptr;  // the test itself (not rendered)
 };
 
 // The stage in which the false arm runs ("decode" for "prefill", ...).

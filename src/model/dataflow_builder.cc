@@ -600,8 +600,10 @@ class Builder {
       OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
       if (op.name == "update" || op.name == "append" || op.name == "get_seq_length") cls = OpClass::Call;
       int out = emit_value(op.name, cls, ins, labels, c, op.in_place);
-      // x.add_(y): later reads of x see the new version.
-      if (op.in_place)
+      // x.add_(y): later reads of x see the new version. A local list grown by
+      // `outputs.append(y)` likewise: a later `torch.cat(outputs)` reads y.
+      bool grows_list = op.name == "append" || op.name == "extend";
+      if (op.in_place || grows_list)
         if (auto* n = ast::as<ast::Name>(a->value)) bind(std::string(n->id), out);
       return out;
     }

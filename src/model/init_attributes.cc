@@ -1,6 +1,9 @@
 #include "model/init_attributes.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
 
 #include "model/ast_walk.h"
 #include "model/forward_census.h"
@@ -70,6 +73,16 @@ class InitDescriber {
       } else if (auto* i = ast::as<ast::If>(s)) {
         collect_definitions(i->body);
         collect_definitions(i->orelse);
+      } else if (auto* f = ast::as<ast::For>(s)) {
+        // experts = []; for e in range(n): experts.append(Expert(...)):
+        // the element a later nn.ModuleList(experts) holds.
+        for (const ast::stmt* b : f->body) {
+          auto* e = ast::as<ast::Expr>(b);
+          auto* c = e ? ast::as<ast::Call>(e->value) : nullptr;
+          auto* fa = c ? ast::as<ast::Attribute>(c->func) : nullptr;
+          auto* list = fa ? ast::as<ast::Name>(fa->value) : nullptr;
+          if (list && fa->attr == "append" && !c->args.empty()) appended_.try_emplace(std::string(list->id), AppendLoop{f, c->args[0]});
+        }
       }
     }
   }
@@ -377,6 +390,17 @@ class InitDescriber {
   }
 
   void scalar(const ast::expr* value, Attribute& a) {
+    // self.act = F.silu / torch.sigmoid: the attribute is that torch function,
+    // and calling it is that op (the key holds the qualified name).
+    if (ast::as<ast::Name>(value) || ast::as<ast::Attribute>(value)) {
+      std::string q = sources_.qualified_name(*file_, value);
+      if (q.rfind("torch.", 0) == 0 && q.find('.', 6) != std::string::npos && is_torch_function_path(q)) {
+        a.kind = AttributeKind::Callable;
+        a.note = q;
+        a.sizes.push_back(SizeValue{"function", std::string(file_->text_of(value)), SymValue::known(q, q)});
+        return;
+      }
+    }
     if (auto* s = ast::as<ast::Subscript>(value)) {
       // ACT2FN[config.hidden_act]: a function picked from a table.
       std::string table = dotted_name(s->value);
@@ -397,6 +421,19 @@ class InitDescriber {
     }
     a.kind = AttributeKind::Scalar;
     a.sizes.push_back(SizeValue{"value", std::string(file_->text_of(value)), v});
+  }
+
+  // torch.nn.functional.X, torch.X.Y: a function of torch's function
+  // namespaces, not a dtype or a class (torch.float32, torch.nn.Linear).
+  static bool is_torch_function_path(const std::string& q) {
+    static const std::set<std::string> not_functions = {
+        "float32", "float16", "bfloat16", "float64", "float", "half", "double", "int8",  "int16", "int32",
+        "int64",   "uint8",   "bool",     "long",    "int",   "complex64", "complex128", "float8_e4m3fn",
+        "float8_e5m2", "pi", "e", "inf", "nan", "device", "dtype", "finfo", "iinfo"};
+    std::string last = q.substr(q.rfind('.') + 1);
+    if (last.empty() || !std::islower(static_cast<unsigned char>(last[0])) || not_functions.count(last)) return false;
+    return q.rfind("torch.nn.functional.", 0) == 0 || q.rfind("torch.special.", 0) == 0 ||
+           q.rfind("torch.nn.", 0) != 0;
   }
 
   // A table of functions: imported (ACT2FN), or a module-level dict whose
@@ -427,6 +464,14 @@ class InitDescriber {
     }
     const ast::expr* elt = nullptr;
     Span<ast::comprehension*> gens;
+    if (auto* n = ast::as<ast::Name>(arg)) {
+      auto built = appended_.find(std::string(n->id));
+      if (built != appended_.end()) {
+        bind_loop_variable(built->second.loop->target);
+        a.count = range_length(built->second.loop->iter);
+        elt = built->second.element;
+      }
+    }
     if (auto* lc = ast::as<ast::ListComp>(arg)) {
       elt = lc->elt;
       gens = lc->generators;
@@ -514,9 +559,16 @@ class InitDescriber {
     }
   }
 
+  // A local list filled by `name.append(element)` in a for loop.
+  struct AppendLoop {
+    const ast::For* loop;
+    const ast::expr* element;
+  };
+
   const SourceSet& sources_;
   Evaluator& ev_;
   ClassInstance& out_;
+  std::map<std::string, AppendLoop> appended_;
   const ClassDecl& owner_;  // the class whose __init__ runs
   const ModelFile* file_ = nullptr;
   int base_depth_;

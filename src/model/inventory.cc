@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "model/config_arms.h"
+
 namespace npufuse::model {
 
 const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts() {
@@ -37,8 +39,10 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
   inv.structure = build_structure(sources, ev, roles);
   inv.facts = bind_facts(config);
   inv.branches = find_branches(sources, roles.module_classes());
+  evaluate_config_arms(inv.branches, roles, ev);
   inv.kv_cache = find_kv_cache(sources, roles.module_classes());
-  RoleTableSubmodules lookup(roles);
+  // The config picks dispatch-table entries (`ALL_ATTENTION_FUNCTIONS[config._attn_implementation]`).
+  RoleTableSubmodules lookup(roles, &config);
   inv.chains = find_subchains(sources, roles, inv.structure, lookup, inv.branches, inv.kv_cache);
 
   std::map<std::string, size_t> index;

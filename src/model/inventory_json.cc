@@ -182,7 +182,9 @@ json inventory_to_json(const Inventory& inv) {
                              {"true_stage", b.true_stage},
                              {"then_calls", b.then_calls},
                              {"else_calls", b.else_calls},
-                             {"communication", b.communication}});
+                             {"communication", b.communication},
+                             {"config_arm", b.config_arm},
+                             {"config_value", b.config_value}});
   }
   json cache;
   cache["organisation"] = inv.kv_cache.organisation;

@@ -159,13 +159,18 @@ void render_branches(const std::vector<BranchCondition>& branches, Lang lang, st
     if (b.function != current) {
       current = b.function;
       out += fmt::format("### `{}`\n\n", current);
-      out += zh ? "| 位置 | 形式 | 条件 | 类别 | 为真时 | 通信 |\n|---|---|---|---|---|---|\n"
-                : "| where | form | condition | kinds | true in | communication |\n|---|---|---|---|---|---|\n";
+      out += zh ? "| 位置 | 形式 | 条件 | 类别 | 为真时 | 按配置取 | 通信 |\n|---|---|---|---|---|---|---|\n"
+                : "| where | form | condition | kinds | true in | config takes | communication |\n|---|---|---|---|---|---|---|\n";
     }
     std::string kinds;
     for (BranchKind k : b.kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(branch_kind_name(k));
-    out += fmt::format("| {} | {} | `{}` | {} | {} | {} |\n", b.where.str(), b.form, escape_cell(b.condition),
-                       kinds.empty() ? "—" : kinds, b.true_stage.empty() ? "—" : b.true_stage, code_list(b.communication));
+    std::string arm = "—";
+    if (!b.config_arm.empty()) {
+      std::string which = b.config_arm == "then" ? (zh ? "真分支" : "then arm") : (zh ? "假分支" : "else arm");
+      arm = fmt::format("{} (`{}`)", which, escape_cell(b.config_value));
+    }
+    out += fmt::format("| {} | {} | `{}` | {} | {} | {} | {} |\n", b.where.str(), b.form, escape_cell(b.condition),
+                       kinds.empty() ? "—" : kinds, b.true_stage.empty() ? "—" : b.true_stage, arm, code_list(b.communication));
     auto next = &b + 1;
     if (next == branches.data() + branches.size() || next->function != current) out += "\n";
   }

@@ -49,6 +49,13 @@ struct ModuleOps {
   std::vector<int> ops;
 };
 
+// A value computed only from the block forward's inputs (through casts and
+// views), not from any op that reads a weight.
+bool from_block_input(const BlockGraph& bg, int value) {
+  const DataflowOp& s = bg.source(value);
+  return s.cls == OpClass::Input;
+}
+
 ModuleRole role_of(const RoleTable& roles, const ModuleCtor* ctor) { return ctor ? roles.role_of(*ctor) : ModuleRole::Unknown; }
 
 std::string ctor_name(const ModuleCtor* ctor) {
@@ -123,6 +130,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     if (m.role == ModuleRole::Attention || m.role == ModuleRole::AttentionCore) {
       const ModuleCtor* attn = lookup.find(cls, m.scope.substr(5));
       std::map<std::string, std::vector<int>> indexers;
+      std::map<std::string, std::string> indexer_class;
       if (attn && attn->local) {
         std::vector<int> rest;
         for (int id : m.ops) {
@@ -130,8 +138,12 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
           std::string sub = sc.size() > m.scope.size() + 1 && sc[m.scope.size()] == '.' ? sc.substr(m.scope.size() + 1) : "";
           sub = sub.substr(0, sub.find_first_of(".["));
           const ModuleCtor* c = sub.empty() ? nullptr : lookup.find(*attn->local, sub);
-          if (c && roles.role_of(*c) == ModuleRole::Indexer) indexers[m.scope + "." + sub].push_back(id);
-          else rest.push_back(id);
+          if (c && roles.role_of(*c) == ModuleRole::Indexer) {
+            indexers[m.scope + "." + sub].push_back(id);
+            indexer_class.try_emplace(m.scope + "." + sub, ctor_name(c));
+          } else {
+            rest.push_back(id);
+          }
         }
         own = rest;
       }
@@ -140,7 +152,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
         ic.module = "indexer";
         ic.instance = instance + scope.substr(4);
         find_indexer_steps(bg, scope, ops, ic);
-        ic.class_name = ops.empty() ? "" : "";
+        ic.class_name = indexer_class[scope];
         chains.push_back(std::move(ic));
         chain_ops.push_back(ops);
       }
@@ -165,25 +177,54 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     chain_ops.push_back(own);
   }
 
-  // Block-level norms go to the module their output reaches first.
   size_t n = bg.size();
   std::vector<int> module_of(n, -1);
   for (size_t i = 0; i < chain_ops.size(); ++i)
     for (int id : chain_ops[i]) module_of[static_cast<size_t>(id)] = static_cast<int>(i);
-  for (const Norm& nm : norms_in(bg, block_ops)) {
-    OpSet down = bg.downstream(set_of(n, nm.ops));
-    for (int id : members(down)) {
-      int m = module_of[static_cast<size_t>(id)];
-      if (m < 0 || chains[static_cast<size_t>(m)].module == "indexer") continue;
-      const std::string& kind = chains[static_cast<size_t>(m)].module;
-      bool attention = kind == "attention" || kind == "mla";
-      bool has = std::any_of(chains[static_cast<size_t>(m)].steps.begin(), chains[static_cast<size_t>(m)].steps.end(),
-                             [&](const SubChainStep& s) { return s.kind == (attention ? "input_norm" : "post_norm"); });
-      if (!has) add_steps(chains[static_cast<size_t>(m)], bg, attention ? "input_norm" : "post_norm", nm.ops, nm.key);
-      break;
+
+  // Block-level norms go to each module their output reaches directly:
+  // through block-level ops only, not through another module or another
+  // norm. A parallel block's one norm feeds both its attention and its FFN.
+  std::vector<Norm> block_norms = norms_in(bg, block_ops);
+  OpSet in_some_norm = make_set(n);
+  for (const Norm& nm : block_norms)
+    for (int id : nm.ops) in_some_norm[static_cast<size_t>(id)] = 1;
+  for (const Norm& nm : block_norms) {
+    OpSet own = set_of(n, nm.ops);
+    std::vector<char> marked(bg.g.values.size(), 0);
+    for (int id : nm.ops)
+      for (int v : bg.op(id).outputs) marked[static_cast<size_t>(v)] = 1;
+    std::vector<int> reached;  // module indices, first reached first
+    for (const DataflowOp& o : bg.g.ops) {
+      if (own[static_cast<size_t>(o.id)]) continue;
+      bool hit = false;
+      for (int v : o.inputs) hit = hit || marked[static_cast<size_t>(v)];
+      if (!hit) continue;
+      int m = module_of[static_cast<size_t>(o.id)];
+      if (m >= 0) {
+        if (chains[static_cast<size_t>(m)].module != "indexer" && std::find(reached.begin(), reached.end(), m) == reached.end())
+          reached.push_back(m);
+        continue;
+      }
+      if (in_some_norm[static_cast<size_t>(o.id)]) continue;
+      for (int v : o.outputs) marked[static_cast<size_t>(v)] = 1;
+    }
+    for (int m : reached) {
+      ModuleChain& c = chains[static_cast<size_t>(m)];
+      bool attention = c.module == "attention" || c.module == "mla";
+      std::string kind = attention ? "input_norm" : "post_norm";
+      bool has = std::any_of(c.steps.begin(), c.steps.end(), [&](const SubChainStep& s) { return s.kind == kind; });
+      if (has) continue;
+      std::string detail = nm.key;
+      if (reached.size() > 1) detail += " (one norm shared by " + std::to_string(reached.size()) + " modules)";
+      add_steps(c, bg, kind, nm.ops, detail);
     }
   }
-  // Residual adds: the stream (from the block's inputs) plus a module's output.
+  // Residual adds: the stream plus a module's output. An add is the residual
+  // add of module m when one operand carries m's output and every module the
+  // other operand carries ran before m (`h + mlp(norm(h))`, where h carries
+  // the attention output). A parallel block (`attn(x) + mlp(x) + x`) adds
+  // both outputs to the stream in one add: it is the residual add of both.
   std::vector<int> inputs;
   for (const DataflowOp& o : bg.g.ops)
     if (o.cls == OpClass::Input) inputs.push_back(o.id);
@@ -191,24 +232,58 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
   for (int i : inputs) from_inputs[static_cast<size_t>(i)] = 1;
   std::vector<OpSet> after_module;
   for (const std::vector<int>& ops : chain_ops) after_module.push_back(bg.downstream(set_of(n, ops)));
+  auto carries = [&](int value, size_t m) {
+    int p = bg.producer(value).id;
+    return after_module[m][static_cast<size_t>(p)] || module_of[static_cast<size_t>(p)] == static_cast<int>(m);
+  };
+  // Module `earlier` ran before `later` when some op of `later` reads its result.
+  auto ran_before = [&](size_t earlier, size_t later) {
+    return std::any_of(chain_ops[later].begin(), chain_ops[later].end(),
+                       [&](int id) { return after_module[earlier][static_cast<size_t>(id)] != 0; });
+  };
+  std::vector<int> unattributed_adds;
   for (int id : block_ops) {
     const DataflowOp& o = bg.op(id);
     if (o.name != "add" || o.inputs.size() != 2) continue;
-    int best = -1;
+    std::vector<size_t> owners;
+    bool any_module = false;
     for (size_t m = 0; m < chain_ops.size(); ++m) {
       if (chains[m].module == "indexer") continue;
-      auto from_m = [&](int v) {
-        int p = bg.producer(v).id;
-        return after_module[m][static_cast<size_t>(p)] || module_of[static_cast<size_t>(p)] == static_cast<int>(m);
-      };
-      bool a = from_m(o.inputs[0]), b = from_m(o.inputs[1]);
+      bool a = carries(o.inputs[0], m), b = carries(o.inputs[1], m);
+      any_module = any_module || a || b;
+      if (a == b) continue;
       int other = a ? o.inputs[1] : o.inputs[0];
-      if (a == b || !from_inputs[static_cast<size_t>(bg.producer(other).id)]) continue;
-      if (best < 0 || chain_ops[m].back() > chain_ops[static_cast<size_t>(best)].back()) best = static_cast<int>(m);
+      if (!from_inputs[static_cast<size_t>(bg.producer(other).id)]) continue;  // `out + 1.0` is no residual
+      bool other_earlier = true;
+      for (size_t m2 = 0; m2 < chain_ops.size(); ++m2)
+        if (m2 != m && chains[m2].module != "indexer" && carries(other, m2) && !ran_before(m2, m)) other_earlier = false;
+      if (other_earlier) owners.push_back(m);
     }
-    if (best < 0) continue;
+    if (!any_module) unattributed_adds.push_back(id);
+    if (owners.empty()) continue;
     std::string detail = o.scope == "self" ? "residual + module output" : "inside " + o.scope + " (add fused with the next norm)";
-    add_steps(chains[static_cast<size_t>(best)], bg, "residual_add", {id}, detail);
+    if (owners.size() > 1) detail = "parallel residual: the stream plus the outputs of " + std::to_string(owners.size()) + " modules in one sum";
+    for (size_t m : owners) add_steps(chains[m], bg, "residual_add", {id}, detail);
+  }
+  // A block that returns its last module's output and the residual apart
+  // (vLLM's `return hidden_states, residual`) leaves that add to the next
+  // block: the add of two block inputs inside its first norm.
+  if (!chains.empty() && !unattributed_adds.empty()) {
+    size_t last = 0;
+    for (size_t m = 0; m < chains.size(); ++m)
+      if (chains[m].module != "indexer" && chain_ops[m].back() > chain_ops[last].back()) last = m;
+    bool has = std::any_of(chains[last].steps.begin(), chains[last].steps.end(),
+                           [](const SubChainStep& s) { return s.kind == "residual_add"; });
+    for (int id : unattributed_adds) {
+      const DataflowOp& o = bg.op(id);
+      if (has || o.scope == "self") continue;
+      bool both_inputs = from_block_input(bg, o.inputs[0]) && from_block_input(bg, o.inputs[1]);
+      if (!both_inputs) continue;
+      add_steps(chains[last], bg, "residual_add", {id},
+                "carried to the next block: the returned output plus the residual, added inside " + o.scope +
+                    " of the next layer");
+      break;
+    }
   }
 
   OpSet block_steps = make_set(n);

@@ -54,7 +54,9 @@ AttentionParts find_core(const BlockGraph& bg, const std::vector<int>& ops, cons
   std::vector<int> qk, pv;
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
-    if (!is_matmul(o)) continue;
+    // A matmul that reads nothing projected (RoPE's inv_freq @ positions) is
+    // no score or value product, even when its result reaches the softmax.
+    if (!is_matmul(o) || !after_projection[static_cast<size_t>(id)]) continue;
     bool weight_operand = false;
     for (int in : o.inputs) weight_operand = weight_operand || bg.reads_weight_directly(in);
     if (before[static_cast<size_t>(id)]) (weight_operand ? p.absorb_uk : qk).push_back(id);
@@ -132,6 +134,11 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
       to_proj = to_proj || down[static_cast<size_t>(p->ops[0])];
     }
     for (int a : core.absorb_uk) to_proj = to_proj || down[static_cast<size_t>(a)];
+    // An absorbed MLA caches the normed latent and reads it back through the
+    // cache buffer: down -> norm -> cache write is its latent norm.
+    if (mla && from_proj && !to_proj)
+      for (int id : ops)
+        if (bg.op(id).in_place && bg.op(id).name == "setitem" && down[static_cast<size_t>(id)]) to_proj = true;
     if (from_proj && to_proj) mid_norms.push_back(&nm);
   }
   mla = mla || !mid_norms.empty();
@@ -230,11 +237,13 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
     if (o.name == "view_as_complex") complex_form = true;
     if (o.name == "neg") rotate_half = true;
     if (o.name == "stack") stacked = true;
+    // cos/sin (or freqs_cis) hold no projected data; a slice of them sized
+    // from q's shape (`cos[..., : q.shape[-1]]`) still does not.
     if (o.name == "mul")
       for (int v : o.inputs) {
         const DataflowOp& src = bg.source(v);
-        if (!after_projection[static_cast<size_t>(src.id)] && !all_linear[static_cast<size_t>(src.id)] && src.cls != OpClass::Constant)
-          outside_operand = true;
+        if (src.cls == OpClass::Constant || all_linear[static_cast<size_t>(src.id)]) continue;
+        if (!any(intersect(bg.data_upstream({v}), all_linear))) outside_operand = true;
       }
   }
   if (!outside_operand) rope.clear();

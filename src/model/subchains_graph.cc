@@ -198,16 +198,34 @@ std::vector<Projection> projections(const BlockGraph& bg, const std::vector<int>
   return out;
 }
 
+namespace {
+
+// `sqrt(mean(x*x) + eps)` or `sqrt(var(x) + eps)`: the root of a second
+// moment, a norm written as `x / sqrt(...)` or `1.0 / torch.sqrt(...)`
+// instead of rsqrt.
+bool is_root_of_moment(const BlockGraph& bg, const DataflowOp& o) {
+  if (o.name != "sqrt" || o.inputs.empty()) return false;
+  auto moment = [](const DataflowOp& p) { return p.name == "mean" || p.name == "var"; };
+  const DataflowOp& under = bg.source(o.inputs[0]);
+  if (moment(under)) return true;
+  if (under.name != "add") return false;
+  for (int in : under.inputs)
+    if (moment(bg.source(in))) return true;
+  return false;
+}
+
+}  // namespace
+
 std::vector<Norm> norms_in(const BlockGraph& bg, const std::vector<int>& candidate_ops) {
   std::vector<Norm> out;
   std::map<std::string, size_t> index;
   for (int id : candidate_ops) {
     const DataflowOp& o = bg.op(id);
-    if (!is_norm_anchor(o)) continue;
+    if (!is_norm_anchor(o) && !is_root_of_moment(bg, o)) continue;
     // A norm layer inlined from its own class: every op of that scope is the
     // norm. A known layer (nn.RMSNorm) is one op keyed by its weight.
     std::string key = o.scope;
-    if (o.name != "rsqrt") {
+    if (o.name != "rsqrt" && o.name != "sqrt") {
       for (size_t i = 0; i < o.inputs.size(); ++i)
         if (i < o.attrs.size() && o.attrs[i] == "weight=") key = bg.weight_path(o.inputs[i]);
     }
@@ -226,7 +244,8 @@ std::vector<Norm> norms_in(const BlockGraph& bg, const std::vector<int>& candida
                             : std::find(n.ops.begin(), n.ops.end(), id) != n.ops.end() ||
                                   (o.scope == anchor.scope && o.file == anchor.file && o.line >= anchor.line - 2 &&
                                    o.line <= anchor.line + 2 && (o.name == "pow" || o.name == "mean" || o.name == "mul" ||
-                                                                  o.name == "add" || o.cls == OpClass::Cast));
+                                                                  o.name == "add" || o.name == "div" || o.name == "var" ||
+                                                                  o.cls == OpClass::Cast));
       if (take) ops.push_back(id);
     }
     n.ops = ops;

@@ -71,13 +71,31 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
   // then the transposes after it.
   OpSet path = bg.data_upstream({v});
   const DataflowOp* split = nullptr;
+  const DataflowOp* regroup = nullptr;
   for (int id : members(path)) {
     const DataflowOp& o = bg.op(id);
-    if (o.cls == OpClass::View && (o.name == "view" || o.name == "reshape") && shape_rank(o) >= 2) split = &o;
+    // A rank-5 reshape regroups the heads of a split tensor ([b, n_kv, group,
+    // s, d] for grouped queries); the head split is the view before it.
+    int rank = o.cls == OpClass::View && (o.name == "view" || o.name == "reshape") ? shape_rank(o) : 0;
+    if (rank >= 2 && rank <= 4) split = &o;
+    if (rank == 5) regroup = &o;
+    // `t.view(t.size()[:-1] + (n, d))`: one computed shape; its rank is read
+    // from the permute that follows (below).
+    if (rank == 1 && bg.producer(o.inputs[1]).cls != OpClass::Constant) split = &o;
   }
   if (!split) return layout;
   int rank = shape_rank(*split);
   std::string evidence = "`" + bg.text(*split) + "` at " + at(*split);
+  if (rank == 1) {
+    rank = 0;
+    for (int id : members(path)) {
+      const DataflowOp& o = bg.op(id);
+      if (id > split->id && o.name == "permute" && rank == 0) {
+        rank = static_cast<int>(o.inputs.size()) - 1;
+        evidence += " (a " + std::to_string(rank) + "-D tensor, as the permute after it shows)";
+      }
+    }
+  }
   if (rank == 4) layout.layout = "BSND";
   else if (rank == 3) layout.layout = "TND";
   else if (rank == 2) layout.layout = "BSH";
@@ -89,6 +107,8 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
       evidence += ", then `" + bg.text(o) + "` at " + at(o);
     }
   }
+  if (regroup && regroup->id > split->id && layout.layout != "unknown")
+    evidence += ", heads regrouped by `" + bg.text(*regroup) + "` at " + at(*regroup);
   layout.evidence = evidence;
   return layout;
 }

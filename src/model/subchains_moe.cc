@@ -2,6 +2,7 @@
 // (grouped or not) -> renormalisation -> dispatch -> experts -> combine ->
 // shared experts; gate/up -> activation -> down.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "model/subchains_graph.h"
@@ -27,6 +28,46 @@ bool training_only(const BlockGraph& bg, const DataflowOp& o) {
 }
 
 bool useful(const DataflowOp& o) { return o.cls != OpClass::Constant && o.cls != OpClass::Attribute; }
+
+// "self.mlp.experts[].w1" under "self.mlp" -> "self.mlp.experts[]".
+std::string child_scope(const std::string& sub, const std::string& scope) {
+  size_t cut = sub.find_first_of(".[", scope.size() + 1);
+  if (cut != std::string::npos && sub[cut] == '[') cut = sub.find('.', cut);
+  return sub.substr(0, cut);
+}
+
+// Among the experts' ops: a product of an expert result (downstream of an
+// expert matmul) with a routing weight (from the selection, not from an
+// expert), and the reductions after it.
+std::vector<int> routing_weighting(const BlockGraph& bg, const std::vector<int>& experts, const OpSet& after_sel) {
+  size_t n = bg.size();
+  std::vector<int> matmuls;
+  for (int id : experts)
+    if (is_linear(bg.op(id)) || is_matmul(bg.op(id))) matmuls.push_back(id);
+  if (matmuls.empty()) return {};
+  OpSet computed = bg.downstream(set_of(n, matmuls));
+  for (int id : matmuls) computed[static_cast<size_t>(id)] = 1;
+  std::vector<int> out;
+  for (int id : experts) {
+    const DataflowOp& o = bg.op(id);
+    if (o.name != "mul" || o.inputs.size() != 2 || !computed[static_cast<size_t>(id)]) continue;
+    int routed_side = 0;
+    for (int v : o.inputs) {
+      size_t p = static_cast<size_t>(bg.producer(v).id);
+      if (!computed[p] && after_sel[p]) ++routed_side;
+    }
+    if (routed_side == 1) out.push_back(id);
+  }
+  if (out.empty()) return out;
+  OpSet after = bg.downstream(set_of(n, out));
+  for (int id : experts) {
+    const DataflowOp& o = bg.op(id);
+    if (after[static_cast<size_t>(id)] && (o.name == "sum" || o.name == "add" || o.name == "index_add" || o.name == "index_add_"))
+      out.push_back(id);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace
 
@@ -141,11 +182,27 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
   for (int id : members(gate_or_topk)) router_scopes.insert(bg.op(id).scope);
   std::vector<int> experts, shared;
   std::string experts_detail, shared_detail;
+  // A sub-module that reads the routing result anywhere (its tokens or its
+  // weights) holds the routed experts, even when every expert sees every
+  // token (dense routing, the weights zero the rest); one that never does is
+  // a shared expert.
+  std::map<std::string, std::vector<int>> by_child;
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
     if (o.scope == scope || router_scopes.count(o.scope) || !useful(o)) continue;
-    bool routed = after_sel[static_cast<size_t>(id)];
-    (routed ? experts : shared).push_back(id);
+    by_child[child_scope(o.scope, scope)].push_back(id);
+  }
+  for (const auto& [child, child_ops] : by_child) {
+    bool routed = std::any_of(child_ops.begin(), child_ops.end(), [&](int id) { return after_sel[static_cast<size_t>(id)] != 0; });
+    (routed ? experts : shared).insert(routed ? experts.end() : shared.end(), child_ops.begin(), child_ops.end());
+  }
+  // Inside the experts' own code: the product with the routing weights and
+  // the sum over experts after it are the combine, not the experts.
+  std::vector<int> inner_combine = routing_weighting(bg, experts, after_sel);
+  if (!inner_combine.empty()) {
+    OpSet moved = set_of(n, inner_combine);
+    experts.erase(std::remove_if(experts.begin(), experts.end(), [&](int id) { return moved[static_cast<size_t>(id)] != 0; }),
+                  experts.end());
   }
   // Only sub-scopes that compute something with weights count.
   auto has_weights = [&](const std::vector<int>& v) {
@@ -179,12 +236,26 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
         !after_sel[static_cast<size_t>(bg.producer(o.inputs[0]).id)])
       dispatch.push_back(id);  // tokens[token_idx]
   }
+  std::string dispatch_detail = "tokens grouped by chosen expert";
+  if (dispatch.empty() && !experts.empty() && !after_sel[static_cast<size_t>(experts.front())]) {
+    // Dense routing: every expert computes every token; the chosen weights are
+    // scattered into a [tokens, experts] matrix that zeroes the others.
+    for (int id : ops) {
+      const DataflowOp& o = bg.op(id);
+      size_t i = static_cast<size_t>(id);
+      bool scatter = (o.name == "scatter" || o.name == "scatter_") && after_sel[i];
+      bool broadcast = (o.name == "expand" || o.name == "repeat") && expert_set[i];
+      if (scatter || broadcast) dispatch.push_back(id);
+    }
+    std::sort(dispatch.begin(), dispatch.end());
+    dispatch_detail = "dense: every expert computes every token, the routing weights scattered over all experts zero the others";
+  }
   for (int id : experts) {
     const std::string& c = bg.op(id).condition;
     size_t f = c.find("for ");
     if (f != std::string::npos && loop.empty()) loop = c.substr(f, c.find(" and ", f) == std::string::npos ? std::string::npos : c.find(" and ", f) - f);
   }
-  add_steps(chain, bg, "dispatch", dispatch, "tokens grouped by chosen expert");
+  add_steps(chain, bg, "dispatch", dispatch, dispatch_detail);
   int expert_linears = 0;
   bool opaque = false;
   for (int id : experts) {
@@ -200,7 +271,7 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
   OpSet after_experts = bg.downstream(expert_set);
   OpSet shared_set = set_of(n, shared);
   OpSet after_shared = bg.downstream(shared_set);
-  std::vector<int> combine, shared_add;
+  std::vector<int> combine = inner_combine, shared_add;
   static const std::set<std::string> combine_names = {"index_add", "index_add_", "scatter_add", "scatter_add_", "setitem",
                                                       "index_put",  "index_put_", "mul",         "sum",          "add"};
   for (int id : ops) {

@@ -100,6 +100,39 @@ TEST(InlinedDataflow, ActivationPickedFromATableBecomesItsOp) {
   }
 }
 
+TEST(InlinedDataflow, AttributeBoundToATorchFunctionBecomesItsOp) {
+  std::string text =
+      "import torch\n"
+      "import torch.nn.functional as F\n"
+      "from torch import nn\n"
+      "class Gated(nn.Module):\n"
+      "    def __init__(self, d, h):\n"
+      "        super().__init__()\n"
+      "        self.gate = nn.Linear(d, h)\n"
+      "        self.up = nn.Linear(d, h)\n"
+      "        self.down = nn.Linear(h, d)\n"
+      "        self.activation = F.silu\n"
+      "        self.squash = torch.sigmoid\n"
+      "        self.dtype = torch.float32\n"
+      "    def forward(self, x):\n"
+      "        return self.down(self.activation(self.gate(x)) * self.squash(self.up(x)))\n";
+  SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+  ConfigSchema schema = ConfigSchema::discover(sources);
+  ModelConfig config;
+  Evaluator ev(sources, config, schema);
+  RoleTable roles = RoleTable::infer(sources, ev);
+  RoleTableSubmodules lookup(roles);
+  FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("Gated"), lookup);
+  EXPECT_EQ(count(g, "silu"), 1u) << g.dump();
+  EXPECT_EQ(count(g, "sigmoid"), 1u) << g.dump();
+  EXPECT_FALSE(reads(g, "self.activation")) << g.dump();
+  // A dtype held on self is a setting, not a function.
+  const ClassInstance* inst = roles.standalone("Gated");
+  ASSERT_NE(inst, nullptr);
+  for (const Attribute& a : inst->attributes)
+    if (a.name == "dtype") EXPECT_NE(a.kind, AttributeKind::Callable);
+}
+
 TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
   std::string text =
       "from torch import nn\n"
