@@ -1,0 +1,414 @@
+// Sub-chains of small models written for one coding form each: the form is
+// what the finder must see through, whatever the names. Each model is a whole
+// decoder (embedding -> blocks -> norm -> head) so the inventory finds the
+// block the way it does on a real file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "model/inventory.h"
+#include "model/module_roles.h"
+
+namespace npufuse::model {
+namespace {
+
+struct Built {
+  SourceSet sources;
+  ModelConfig config;
+  Inventory inv;
+};
+
+std::unique_ptr<Built> build(const std::string& text, nlohmann::json config = nullptr) {
+  auto b = std::make_unique<Built>(Built{SourceSet::from_texts({{"m.py", text}}), ModelConfig(), {}});
+  if (!config.is_null()) b->config = ModelConfig::from_json(config, "config.json");
+  b->inv = build_inventory(b->sources, b->config);
+  return b;
+}
+
+const ModuleChain* chain(const Inventory& inv, const std::string& module) {
+  for (const BlockChains& b : inv.chains)
+    for (const ModuleChain& m : b.modules)
+      if (m.module == module) return &m;
+  return nullptr;
+}
+
+std::vector<const SubChainStep*> steps(const ModuleChain& m, const std::string& kind) {
+  std::vector<const SubChainStep*> out;
+  for (const SubChainStep& s : m.steps)
+    if (s.kind == kind) out.push_back(&s);
+  return out;
+}
+
+bool covers(const SubChainStep& s, int line) {
+  return std::any_of(s.spans.begin(), s.spans.end(), [&](const SourceSpan& sp) { return sp.line <= line && line <= std::max(sp.line, sp.end_line); });
+}
+
+std::string kinds(const ModuleChain& m) {
+  std::string out;
+  for (const SubChainStep& s : m.steps) out += s.kind + " ";
+  return out + "| missing: " + [&] {
+    std::string x;
+    for (const std::string& k : m.missing) x += k + " ";
+    return x;
+  }();
+}
+
+// The decoder around a block class named Block (blocks get `x` only).
+const char* kDecoder = R"(
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([Block(config) for _ in range(config.num_hidden_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size)
+        self.head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x))
+)";
+
+const char* kAttention = R"(
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n = config.num_attention_heads
+        self.d = config.hidden_size // config.num_attention_heads
+        self.q = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, self.n, self.d).transpose(1, 2)
+        k = self.k(x).view(b, s, self.n, self.d).transpose(1, 2)
+        v = self.v(x).view(b, s, self.n, self.d).transpose(1, 2)
+        p = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.d), dim=-1)
+        return self.o((p @ v).transpose(1, 2).reshape(b, s, -1))
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+)";
+
+std::string model(const std::string& body) {
+  return std::string("import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n") + kAttention + body +
+         kDecoder;
+}
+
+TEST(SubChainForms, NormWrittenAsOneOverSqrtIsTheInputNorm) {
+  auto b = build(model(R"(
+class ScaleNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        inv = 1.0 / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps)
+        return x * inv * self.weight
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = ScaleNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = ScaleNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.pre(x))
+        return x + self.mlp(self.post(x))
+)"));
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(steps(*attn, "input_norm").size(), 1u) << kinds(*attn);
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(steps(*ffn, "post_norm").size(), 1u) << kinds(*ffn);
+  EXPECT_EQ(attn->layout.layout, "BNSD") << attn->layout.evidence;
+}
+
+TEST(SubChainForms, ParallelResidualIsTheResidualAddOfBothModules) {
+  auto b = build(model(R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        h = self.ln(x)
+        return self.attn(h) + self.mlp(h) + x
+)"));
+  const ModuleChain* attn = chain(b->inv, "attention");
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(attn, nullptr);
+  ASSERT_NE(ffn, nullptr);
+  ASSERT_EQ(steps(*attn, "residual_add").size(), 1u) << kinds(*attn);
+  ASSERT_EQ(steps(*ffn, "residual_add").size(), 1u) << kinds(*ffn);
+  // The sum of the two module outputs is not a residual add; the add of the stream is.
+  EXPECT_NE(steps(*ffn, "residual_add")[0]->detail.find("parallel"), std::string::npos);
+}
+
+TEST(SubChainForms, ResidualCarriedToTheNextBlockIsNamed) {
+  auto b = build(model(R"(
+class AddNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x, residual=None):
+        if residual is not None:
+            x = x + residual
+            residual = x
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return x if residual is None else (x, residual)
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = AddNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = AddNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x, residual):
+        x, residual = self.pre(x, residual)
+        x = self.attn(x)
+        x, residual = self.post(x, residual)
+        return self.mlp(x), residual
+)"));
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  auto adds = steps(*ffn, "residual_add");
+  ASSERT_EQ(adds.size(), 1u) << kinds(*ffn);
+  EXPECT_NE(adds[0]->detail.find("next block"), std::string::npos) << adds[0]->detail;
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(steps(*attn, "residual_add").size(), 1u) << kinds(*attn);
+}
+
+const char* kRouter = R"(
+class Router(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.top_k = config.num_experts_per_tok
+        self.weight = nn.Parameter(torch.empty(config.num_experts, config.hidden_size))
+
+    def forward(self, x):
+        logits = F.linear(x, self.weight)
+        w, idx = torch.topk(logits.softmax(dim=-1), self.top_k, dim=-1)
+        return w, idx
+
+class Expert(nn.Module):
+    def __init__(self, dim, inter):
+        super().__init__()
+        self.w1 = nn.Linear(dim, inter, bias=False)
+        self.w2 = nn.Linear(inter, dim, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)))
+)";
+
+const char* kMoeBlock = R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = nn.LayerNorm(config.hidden_size)
+        self.moe = Moe(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.pre(x))
+        return x + self.moe(self.post(x))
+)";
+
+TEST(SubChainForms, ExpertsAppendedToALocalListAreInlined) {
+  auto b = build(model(std::string(kRouter) + R"(
+class Moe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.router = Router(config)
+        experts = []
+        for e in range(config.num_experts):
+            experts.append(Expert(config.hidden_size, config.intermediate_size))
+        self.experts = nn.ModuleList(experts)
+
+    def forward(self, x):
+        w, idx = self.router(x)
+        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            tok, slot = torch.where(idx == e)
+            out[tok] += self.experts[e](x[tok]) * w[tok, slot, None]
+        return out
+)" + kMoeBlock),
+                 {{"num_experts", 4}, {"hidden_size", 8}, {"intermediate_size", 16}, {"num_attention_heads", 2}});
+  const ModuleChain* moe = chain(b->inv, "moe");
+  ASSERT_NE(moe, nullptr);
+  auto experts = steps(*moe, "experts");
+  ASSERT_EQ(experts.size(), 1u) << kinds(*moe);
+  EXPECT_NE(experts[0]->detail.find("2 matmul(s) per expert"), std::string::npos) << experts[0]->detail;
+  EXPECT_EQ(steps(*moe, "combine").size(), 1u) << kinds(*moe);
+  // The module list's element is the appended class, counted from the loop.
+  const ClassSummary* cls = nullptr;
+  for (const ClassSummary& c : b->inv.classes)
+    if (c.cls->node->name == "Moe") cls = &c;
+  ASSERT_NE(cls, nullptr);
+  bool listed = false;
+  for (const Attribute& a : cls->attributes)
+    if (a.name == "experts") listed = a.module.written == "Expert" && a.count.integer() == 4;
+  EXPECT_TRUE(listed);
+}
+
+TEST(SubChainForms, ExpertOutputsCollectedByAppendReachTheCombine) {
+  auto b = build(model(std::string(kRouter) + R"(
+class Moe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.router = Router(config)
+        self.experts = nn.ModuleList([Expert(config.hidden_size, config.intermediate_size) for _ in range(config.num_experts)])
+
+    def forward(self, x):
+        w, idx = self.router(x)
+        order = idx.view(-1).argsort()
+        counts = torch.bincount(idx.view(-1)).tolist()
+        rows = x[order // idx.shape[1]]
+        outs = []
+        start = 0
+        for e, n in enumerate(counts):
+            outs.append(self.experts[e](rows[start : start + n]))
+            start += n
+        stacked = torch.cat(outs, dim=0)
+        back = torch.empty_like(stacked)
+        back[order] = stacked
+        return (back.view(*idx.shape, -1) * w.unsqueeze(-1)).sum(dim=1)
+)" + kMoeBlock));
+  const ModuleChain* moe = chain(b->inv, "moe");
+  ASSERT_NE(moe, nullptr);
+  EXPECT_EQ(steps(*moe, "experts").size(), 1u) << kinds(*moe);
+  ASSERT_EQ(steps(*moe, "combine").size(), 1u) << kinds(*moe);
+  EXPECT_TRUE(moe->missing.empty()) << kinds(*moe);
+}
+
+TEST(SubChainForms, DenseRoutingExpertsDispatchAndCombine) {
+  auto b = build(model(std::string(R"(
+class Router(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.top_k = config.num_experts_per_tok
+        self.weight = nn.Parameter(torch.empty(config.num_experts, config.hidden_size))
+
+    def forward(self, x):
+        logits = F.linear(x, self.weight)
+        w, idx = torch.topk(logits, self.top_k, dim=-1)
+        w = F.softmax(w, dim=-1)
+        return torch.zeros_like(logits).scatter_(1, idx, w)
+
+class StackedExperts(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n = config.num_experts
+        self.up = nn.Parameter(torch.empty(config.num_experts, config.hidden_size, config.intermediate_size))
+        self.down = nn.Parameter(torch.empty(config.num_experts, config.intermediate_size, config.hidden_size))
+
+    def forward(self, x, routing):
+        every = x.unsqueeze(0).expand(self.n, -1, -1)
+        y = torch.bmm(F.silu(torch.bmm(every, self.up)), self.down)
+        return (y * routing.transpose(0, 1).unsqueeze(-1)).sum(dim=0)
+
+class Moe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.router = Router(config)
+        self.experts = StackedExperts(config)
+
+    def forward(self, x):
+        return self.experts(x, self.router(x))
+)") + kMoeBlock));
+  const ModuleChain* moe = chain(b->inv, "moe");
+  ASSERT_NE(moe, nullptr);
+  EXPECT_TRUE(moe->missing.empty()) << kinds(*moe);
+  EXPECT_TRUE(steps(*moe, "shared_expert").empty()) << kinds(*moe);
+  ASSERT_EQ(steps(*moe, "dispatch").size(), 1u) << kinds(*moe);
+  EXPECT_NE(steps(*moe, "dispatch")[0]->detail.find("dense"), std::string::npos);
+  ASSERT_EQ(steps(*moe, "combine").size(), 1u) << kinds(*moe);
+}
+
+// 1-based line of the first line of `text` that contains `needle`.
+int line_of(const std::string& text, const std::string& needle) {
+  size_t at = text.find(needle);
+  return at == std::string::npos ? -1 : 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+}
+
+TEST(SubChainForms, RopeTablesComputedByAMatmulAreNotTheScores) {
+  std::string text = model(R"(
+class Rotary(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim)))
+
+    def forward(self, x, pos):
+        f = (self.inv_freq[:, None] @ pos[None, :].float()).transpose(0, 1)
+        e = torch.cat((f, f), dim=-1)
+        return e.cos(), e.sin()
+
+def rotate(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+class RopeAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n = config.num_attention_heads
+        self.d = config.hidden_size // config.num_attention_heads
+        self.rotary = Rotary(self.d)
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x, pos):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.n, self.d).unbind(2)
+        cos, sin = self.rotary(x, pos)
+        q = q * cos + rotate(q) * sin
+        k = k * cos + rotate(k) * sin
+        p = torch.softmax(torch.einsum("bqhd,bkhd->bhqk", q, k), dim=-1)
+        return self.o(torch.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, -1))
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = nn.LayerNorm(config.hidden_size)
+        self.attn = RopeAttention(config)
+        self.post = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x, pos):
+        x = x + self.attn(self.pre(x), pos)
+        return x + self.mlp(self.post(x))
+)");
+  auto b = build(text);
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr);
+  ASSERT_EQ(steps(*attn, "rope").size(), 1u) << kinds(*attn);
+  auto core = steps(*attn, "attention_core");
+  ASSERT_EQ(core.size(), 1u) << kinds(*attn);
+  // The rotary table's matmul is no score product; the einsum is.
+  EXPECT_FALSE(covers(*core[0], line_of(text, "self.inv_freq[:, None] @")));
+  EXPECT_TRUE(covers(*core[0], line_of(text, "bqhd,bkhd->bhqk")));
+  EXPECT_TRUE(covers(*steps(*attn, "rope")[0], line_of(text, "q = q * cos")));
+}
+
+}  // namespace
+}  // namespace npufuse::model
