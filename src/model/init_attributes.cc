@@ -394,7 +394,7 @@ class InitDescriber {
     // and calling it is that op (the key holds the qualified name).
     if (ast::as<ast::Name>(value) || ast::as<ast::Attribute>(value)) {
       std::string q = sources_.qualified_name(*file_, value);
-      if (q.rfind("torch.", 0) == 0 && q.find('.', 6) != std::string::npos && is_torch_function_path(q)) {
+      if (q.rfind("torch.", 0) == 0 && is_torch_function_path(q)) {
         a.kind = AttributeKind::Callable;
         a.note = q;
         a.sizes.push_back(SizeValue{"function", std::string(file_->text_of(value)), SymValue::known(q, q)});
