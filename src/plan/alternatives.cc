@@ -16,13 +16,36 @@ int status_rank(Status s) {
   return 3;
 }
 
+int span_lines(const Candidate& c) {
+  int lines = 0;
+  for (const Location& p : c.parts) lines += p.end_line - p.start_line + 1;
+  return std::max(lines, c.location.end_line - c.location.start_line + 1);
+}
+
+// One rule seen twice on one chain keeps the match that covers the most
+// lines: the inlined caller's match also covers the steps around the helper
+// (repeat_kv around an eager attention core).
+void keep_widest_per_rule(std::vector<Candidate>& group) {
+  std::vector<Candidate> kept;
+  for (Candidate& c : group) {
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const Candidate& k) { return k.rule == c.rule; });
+    if (same == kept.end()) {
+      kept.push_back(std::move(c));
+    } else if (span_lines(c) > span_lines(*same)) {
+      *same = std::move(c);
+    }
+  }
+  group = std::move(kept);
+}
+
 }  // namespace
 
 bool same_chain(const Candidate& a, const Candidate& b) {
   if (a.status == Status::NoFusedOp || b.status == Status::NoFusedOp) return false;
-  if (a.rule == b.rule || a.module != b.module) return false;
+  if (a.module != b.module) return false;
   // The primary locations are where each replacement call would go: two
-  // rules wanting to replace overlapping lines of one function are two ways
+  // matches of one rule on overlapping lines (a helper matched on its own and
+  // inlined into its caller) are one chain seen twice; two rules wanting to replace overlapping lines of one function are two ways
   // of doing one edit (FIA prefill with or without a window may end a line
   // apart), never two edits.
   return a.location.file == b.location.file && a.location.start_line <= b.location.end_line &&
@@ -45,6 +68,7 @@ void group_alternatives(std::vector<Candidate>& candidates) {
       taken[j] = true;
       group.push_back(std::move(candidates[j]));
     }
+    keep_widest_per_rule(group);
     std::stable_sort(group.begin(), group.end(), prefer_order);
     Candidate preferred = std::move(group.front());
     for (size_t k = 1; k < group.size(); ++k) preferred.alternatives.push_back(std::move(group[k]));

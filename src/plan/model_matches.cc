@@ -19,7 +19,8 @@ void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string&
 
 }  // namespace
 
-ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules) {
+ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
+                         const model::ModelConfig* config) {
   ModelMatches out;
   for (const rules::Rule& rule : rules.rules()) {
     std::vector<match::Pattern> compiled = match::compile_rule(rule);
@@ -27,7 +28,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
   }
   if (out.patterns.empty()) return out;
 
-  model::RoleTableSubmodules lookup(roles);
+  model::RoleTableSubmodules lookup(roles, config);
   for (const model::ClassDecl* cls : roles.module_classes()) {
     if (!has_forward(*cls)) continue;
     std::string name(cls->node->name);

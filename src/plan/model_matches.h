@@ -32,6 +32,9 @@ struct ModelMatches {
   std::vector<NearMissSite> near_misses;
 };
 
-ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules);
+// `config` resolves dispatch tables keyed by config values (attn_implementation),
+// as the inventory does; it may be null.
+ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
+                         const model::ModelConfig* config = nullptr);
 
 }  // namespace npufuse::plan

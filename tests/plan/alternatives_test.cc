@@ -71,3 +71,23 @@ TEST(Alternatives, NewOperatorRequirementsAreNeverAlternatives) {
 
 }  // namespace
 }  // namespace npufuse::plan
+
+namespace npufuse::plan {
+namespace {
+
+TEST(Alternatives, OneRuleSeenTwiceOnOneChainKeepsTheWiderMatch) {
+  // An eager core matched in its helper alone (105-113) and inlined into the
+  // attention forward, where repeat_kv is covered too (103-113): one entry.
+  Candidate helper = chain("attention.fia_prefill", "attention", Status::Candidate, {"m.py", 105, 113});
+  Candidate inlined = chain("attention.fia_prefill", "attention", Status::Candidate, {"m.py", 103, 113});
+  Candidate windowed = chain("attention.fia_sliding_window", "attention", Status::NotApplicable, {"m.py", 105, 113});
+  std::vector<Candidate> list = {helper, windowed, inlined, windowed};
+  group_alternatives(list);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].location.start_line, 103);
+  ASSERT_EQ(list[0].alternatives.size(), 1u);
+  EXPECT_EQ(list[0].alternatives[0].rule, "attention.fia_sliding_window");
+}
+
+}  // namespace
+}  // namespace npufuse::plan
