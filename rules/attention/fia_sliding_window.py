@@ -59,6 +59,7 @@ RULE = {
         "npu_fused_infer_attention_score:prefill_head_dim_le_512",
         "npu_fused_infer_attention_score:decode_window_not_applied"
     ],
+    "when": "sliding_window > 0",
     "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 4, "causal": True},
     "inputs": {
         "query": {"shape": ["B", "N", "S", "D"], "dtype": "act"},

@@ -118,6 +118,15 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
   if (Fact* f = b.find("v_head_dim"); f && !f->known) {
     if (const json* hd = value("head_dim"); hd && !mla) *f = Fact{"v_head_dim", true, *hd, "derived: head_dim"};
   }
+  // A window the config switches off (use_sliding_window: false) or leaves
+  // out is full attention: 0, so a windowed rewrite is never offered on it.
+  if (Fact* f = b.find("sliding_window"); f && config.loaded()) {
+    const json* use = config.find("use_sliding_window");
+    if (use && use->is_boolean() && !use->get<bool>())
+      *f = Fact{"sliding_window", true, 0, "derived: use_sliding_window is false (full attention)"};
+    else if (!f->known)
+      *f = Fact{"sliding_window", true, 0, "derived: no sliding_window in the config (full attention)"};
+  }
   if (config.loaded()) b.derived("mla", mla, mla ? "kv_lora_rank present" : "no kv_lora_rank");
   // rope_dim: rotated channels per head.
   if (rope) {
