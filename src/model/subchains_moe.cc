@@ -11,6 +11,38 @@ namespace npufuse::model::subchains {
 
 namespace {
 
+std::vector<std::string> condition_terms(const std::string& condition) {
+  std::vector<std::string> terms;
+  size_t start = 0;
+  while (!condition.empty()) {
+    size_t at = condition.find(" and ", start);
+    terms.push_back(condition.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos) break;
+    start = at + 5;
+  }
+  return terms;
+}
+
+// Matmuls one expert runs: a helper inlined with exclusive arms (a quantised
+// GEMM and a plain one) puts each projection in the graph once per arm, so
+// count along one path: the ops under each distinct condition plus the ops
+// whose conditions that path also satisfies, and keep the largest.
+int matmuls_on_one_path(const BlockGraph& bg, const std::vector<int>& matmuls) {
+  int best = 0;
+  for (int path : matmuls) {
+    std::vector<std::string> along = condition_terms(bg.op(path).condition);
+    int count = 0;
+    for (int id : matmuls) {
+      bool on_path = true;
+      for (const std::string& term : condition_terms(bg.op(id).condition))
+        on_path = on_path && std::find(along.begin(), along.end(), term) != along.end();
+      count += on_path;
+    }
+    best = std::max(best, count);
+  }
+  return best;
+}
+
 bool is_activation(const DataflowOp& o) {
   static const std::set<std::string> acts = {"silu", "gelu", "relu", "gelu_tanh", "tanh", "sigmoid", "swiglu", "quick_gelu"};
   return acts.count(o.name) || o.name.rfind("activation", 0) == 0;
@@ -256,12 +288,13 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
     if (f != std::string::npos && loop.empty()) loop = c.substr(f, c.find(" and ", f) == std::string::npos ? std::string::npos : c.find(" and ", f) - f);
   }
   add_steps(chain, bg, "dispatch", dispatch, dispatch_detail);
-  int expert_linears = 0;
   bool opaque = false;
+  std::vector<int> expert_matmuls;
   for (int id : experts) {
-    expert_linears += is_linear(bg.op(id)) || is_matmul(bg.op(id));
+    if (is_linear(bg.op(id)) || is_matmul(bg.op(id))) expert_matmuls.push_back(id);
     opaque = opaque || bg.op(id).cls == OpClass::Module;
   }
+  int expert_linears = matmuls_on_one_path(bg, expert_matmuls);
   experts_detail = (loop.empty() ? std::string("batched expert weights") : "loop `" + loop + "`") + ", " +
                    (opaque ? "expert forward not inlined (`" + bg.text(bg.op(experts.front())) + "`)"
                            : std::to_string(expert_linears) + " matmul(s) per expert");

@@ -272,6 +272,50 @@ class Moe(nn.Module):
   EXPECT_TRUE(listed);
 }
 
+TEST(SubChainForms, ExpertMatmulsInExclusiveArmsOfAHelperCountOnce) {
+  // Each projection goes through a helper with a quantised and a plain GEMM
+  // (DeepSeek's reference `linear`): both arms are in the graph, one runs.
+  auto b = build(model(std::string(kRouter) + R"(
+def project(x, layer):
+    if layer.weight.element_size() == 1:
+        return quant_gemm(x, layer.weight, layer.scale)
+    elif layer.upcast:
+        return F.linear(x.float(), layer.weight.float())
+    else:
+        return F.linear(x, layer.weight)
+
+class GatedExpert(nn.Module):
+    def __init__(self, dim, inter):
+        super().__init__()
+        self.w1 = nn.Linear(dim, inter, bias=False)
+        self.w2 = nn.Linear(inter, dim, bias=False)
+        self.w3 = nn.Linear(dim, inter, bias=False)
+
+    def forward(self, x):
+        return project(F.silu(project(x, self.w1)) * project(x, self.w3), self.w2)
+
+class Moe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.router = Router(config)
+        self.experts = nn.ModuleList([GatedExpert(config.hidden_size, config.intermediate_size) for _ in range(config.num_experts)])
+
+    def forward(self, x):
+        w, idx = self.router(x)
+        out = torch.zeros_like(x)
+        for e in range(len(self.experts)):
+            tok, slot = torch.where(idx == e)
+            out[tok] += self.experts[e](x[tok]) * w[tok, slot, None]
+        return out
+)" + kMoeBlock),
+                 {{"num_experts", 4}, {"hidden_size", 8}, {"intermediate_size", 16}, {"num_attention_heads", 2}});
+  const ModuleChain* moe = chain(b->inv, "moe");
+  ASSERT_NE(moe, nullptr);
+  auto experts = steps(*moe, "experts");
+  ASSERT_EQ(experts.size(), 1u) << kinds(*moe);
+  EXPECT_NE(experts[0]->detail.find("3 matmul(s) per expert"), std::string::npos) << experts[0]->detail;
+}
+
 TEST(SubChainForms, ExpertOutputsCollectedByAppendReachTheCombine) {
   auto b = build(model(std::string(kRouter) + R"(
 class Moe(nn.Module):
