@@ -171,8 +171,12 @@ std::vector<std::string> hints_for(const Pattern& p, const FunctionDataflow& tar
   std::vector<std::string> out;
   if (!p.rule) return out;
   std::string owner = target.function.substr(0, target.function.find('.'));
+  // One agreeing class is one hint, however many of the rule's names it contains.
   for (const std::string& name : p.rule->hint_class_names)
-    if (!name.empty() && owner.find(name) != std::string::npos) out.push_back("class " + owner);
+    if (!name.empty() && owner.find(name) != std::string::npos) {
+      out.push_back("class " + owner);
+      break;
+    }
   return out;
 }
 

@@ -65,6 +65,20 @@ TEST(Matcher, KeywordAndPositionalArgumentsAndOperandOrderAgree) {
   EXPECT_EQ(m.spans[0].end_line, 5);
 }
 
+TEST(Matcher, AClassAgreeingWithSeveralHintNamesIsOneHint) {
+  auto rule = text_rule("t.norm", kNorm);
+  rule->rule.hint_class_names = {"Norm", "LlamaNorm"};
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(x, w):\n"
+      "    h = x.float()\n"
+      "    return w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype)\n");
+  t->graph.function = "LlamaNorm.forward";
+  MatchResult r = match_patterns(ps, t->graph);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_EQ(r.matches[0].hints, std::vector<std::string>{"class LlamaNorm"});
+}
+
 TEST(Matcher, IntermediateReadOutsideTheMatchEscapes) {
   auto rule = text_rule("t.norm", kNorm);
   std::vector<Pattern> ps = compile_rule(rule->rule);
