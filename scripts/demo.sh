@@ -11,3 +11,6 @@ build/npufuse parse "$example"
 echo
 echo "== npufuse inspect $example --config examples/llama_like/config.json"
 build/npufuse inspect "$example" --config examples/llama_like/config.json
+echo
+echo "== npufuse analyze $example --config examples/llama_like/config.json --chip A2 --tp 1"
+build/npufuse analyze "$example" --config examples/llama_like/config.json --chip A2 --tp 1
