@@ -70,7 +70,9 @@ RULE = {
         "npu_fused_infer_attention_score:paged_decode_block_size",
         "npu_fused_infer_attention_score:no_learnable_sink"
     ],
-    "facts": {"stage": "decode", "layout": "BNSD", "q_seq_len": 1},
+    # the pattern is a plain softmax over the scores: a sink logit joined to
+    # them (GPT-OSS) would not match, so the matched chain has none
+    "facts": {"stage": "decode", "layout": "BNSD", "q_seq_len": 1, "attention_sinks": False},
     "inputs": {
         "query": {"shape": ["B", "N", 1, "D"], "dtype": "act"},
         "key_cache": {"shape": ["B", "KVN", "SMAX", "D"], "dtype": "act"},

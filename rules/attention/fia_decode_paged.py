@@ -67,7 +67,9 @@ RULE = {
         "npu_fused_infer_attention_score:paged_decode_block_size_int8",
         "npu_fused_infer_attention_score:paged_bsh_cache_kvn_times_d"
     ],
-    "facts": {"stage": "decode", "layout": "BSND", "paged": True, "q_seq_len": 1},
+    # the pattern is a plain softmax over the scores: a sink logit joined to
+    # them (GPT-OSS) would not match, so the matched chain has none
+    "facts": {"stage": "decode", "layout": "BSND", "paged": True, "q_seq_len": 1, "attention_sinks": False},
     "inputs": {
         "query": {"shape": ["B", 1, "N", "D"], "dtype": "act"},
         "key_cache": {"shape": ["NB", "BS", "KVN", "D"], "dtype": "act"},

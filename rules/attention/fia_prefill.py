@@ -70,7 +70,9 @@ RULE = {
         "npu_fused_infer_attention_score:tnd_head_dims",
         "npu_fused_infer_attention_score:no_learnable_sink"
     ],
-    "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 3, "causal": True},
+    # the pattern is a plain softmax over the scores: a sink logit joined to
+    # them (GPT-OSS) would not match, so the matched chain has none
+    "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 3, "causal": True, "attention_sinks": False},
     "hints": {"class_names": ["Attention", "LlamaAttention", "Qwen2Attention", "Qwen3Attention"]},
     "inputs": {
         "query": {"shape": ["B", "N", "S", "D"], "dtype": "act"},

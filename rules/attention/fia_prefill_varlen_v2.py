@@ -72,7 +72,9 @@ RULE = {
         "npu_fused_infer_attention_score_v2:causal_use_compressed_mask",
         "npu_fused_infer_attention_score_v2:non_causal_avoid_tnd"
     ],
-    "facts": {"stage": "prefill", "layout": "TND", "sparse_mode": 3, "causal": True},
+    # the pattern is a plain softmax over the scores: a sink logit joined to
+    # them (GPT-OSS) would not match, so the matched chain has none
+    "facts": {"stage": "prefill", "layout": "TND", "sparse_mode": 3, "causal": True, "attention_sinks": False},
     "inputs": {
         "query": {"shape": ["T", "N", "D"], "dtype": "act"},
         "key": {"shape": ["T", "KVN", "D"], "dtype": "act"},

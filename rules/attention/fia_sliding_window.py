@@ -60,7 +60,9 @@ RULE = {
         "npu_fused_infer_attention_score:decode_window_not_applied"
     ],
     "when": "sliding_window > 0",
-    "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 4, "causal": True},
+    # the pattern is a plain softmax over the scores: a sink logit joined to
+    # them (GPT-OSS) would not match, so the matched chain has none
+    "facts": {"stage": "prefill", "layout": "BNSD", "sparse_mode": 4, "causal": True, "attention_sinks": False},
     "inputs": {
         "query": {"shape": ["B", "N", "S", "D"], "dtype": "act"},
         "key": {"shape": ["B", "KVN", "S", "D"], "dtype": "act"},
