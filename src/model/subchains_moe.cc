@@ -282,11 +282,9 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
     std::sort(dispatch.begin(), dispatch.end());
     dispatch_detail = "dense: every expert computes every token, the routing weights scattered over all experts zero the others";
   }
-  for (int id : experts) {
-    const std::string& c = bg.op(id).condition;
-    size_t f = c.find("for ");
-    if (f != std::string::npos && loop.empty()) loop = c.substr(f, c.find(" and ", f) == std::string::npos ? std::string::npos : c.find(" and ", f) - f);
-  }
+  for (int id : experts)
+    for (const std::string& term : condition_terms(bg.op(id).condition))
+      if (loop.empty() && term.rfind("for ", 0) == 0) loop = term;
   add_steps(chain, bg, "dispatch", dispatch, dispatch_detail);
   bool opaque = false;
   std::vector<int> expert_matmuls;
