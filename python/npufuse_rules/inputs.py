@@ -92,6 +92,10 @@ def _make(spec, sizes, act_dtype, gen):
         masked = torch.ones(q_len, kv_len, dtype=torch.bool).triu(diagonal=kv_len - q_len + 1)
         t = torch.zeros(shape)
         t = t.masked_fill(masked, torch.finfo(dtype).min if dtype.is_floating_point else 1)
+    elif init == "causal_keep":  # bool, True where a query may attend (GPT-J's tril buffer)
+        q_len, kv_len = shape[-2], shape[-1]
+        keep = torch.ones(q_len, kv_len, dtype=torch.bool).tril(diagonal=kv_len - q_len)
+        return keep.expand(shape).clone()
     elif init == "sliding_additive":  # causal and at most `window` keys back (self included)
         q_len, kv_len = shape[-2], shape[-1]
         window = int(resolve_size(spec["window"], sizes))

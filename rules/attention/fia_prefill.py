@@ -4,7 +4,9 @@ What it does
     Finds the attention core of a prefill pass: optional `repeat_kv` for GQA, then
     `softmax(Q Kᵀ * scale + causal_mask) V` (HF eager attention), or
     `F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)`, or the
-    flash-attention dispatch that wraps them. It proposes one
+    flash-attention dispatch that wraps them. The scale may be folded into the query
+    before the score matmul (`(q * scale) @ kᵀ`, Gemma style), and an SDPA dropout
+    that is 0.0 outside training passes. It proposes one
     `torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N,
     num_key_value_heads=KVN, input_layout='BNSD', scale=scale,
     atten_mask=mask_2048, sparse_mode=3)[0]` on the un-repeated K/V.
@@ -85,19 +87,23 @@ RULE = {
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 9, "D": 64},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa": "2.1", "search_sdpa_is_causal": "2.1"},
-    "match": {"optional": ["repeat_interleave", "add"]},
+    "match": {"optional": ["repeat_interleave", "add"],
+              "explain": [{"when": "has an argument dropout_p", "near_miss": "fixtures/fia_prefill_nomatch_sdpa_dropout_always.py"}]},
     "near_misses": [
         {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
          "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},
         {"file": "fixtures/fia_prefill_nomatch_softcap.py",
          "reason": "the scores pass through a tanh soft-cap before the softmax: FIA has no soft-capping"},
+        {"file": "fixtures/fia_prefill_nomatch_sdpa_dropout_always.py",
+         "reason": "SDPA applies dropout with a fixed probability, in eval mode too: FIA has no dropout"},
     ],
     "doc_zh": """预填充阶段的eager或SDPA因果注意力替换为sparse_mode=3的npu_fused_infer_attention_score。
 
 功能
     识别预填充中的注意力核心：GQA时可选的repeat_kv，然后softmax(Q Kᵀ * scale + causal_mask) V
     （HF eager注意力），或F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)，
-    或包装它们的flash-attention分发。建议在未重复的K/V上调用一次
+    或包装它们的flash-attention分发。缩放也可以在分数矩阵乘之前乘到查询上（Gemma写法
+    (q * scale) @ kᵀ），仅在训练时生效的SDPA dropout（推理时为0.0）不妨碍匹配。建议在未重复的K/V上调用一次
     torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N, num_key_value_heads=KVN,
     input_layout='BNSD', scale=scale, atten_mask=mask_2048, sparse_mode=3)[0]。
 原因
@@ -134,6 +140,16 @@ def search(query, key, value, attention_mask, scaling, n_rep):
     value_states = torch.repeat_interleave(value, n_rep, dim=1)
     logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling + attention_mask
     probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
+def search_scaled_query(query, key, value, attention_mask, scaling, n_rep):
+    # The scale folded into the query before the score matmul (Gemma, GPT-NeoX
+    # style): (q * s) @ k^T equals (q @ k^T) * s.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = torch.matmul(query * scaling, key_states.transpose(2, 3)) + attention_mask
+    probs = F.softmax(logits.float(), dim=-1).type_as(query)
     return torch.matmul(probs, value_states).transpose(1, 2)
 
 
