@@ -96,6 +96,12 @@ def _make(spec, sizes, act_dtype, gen):
         q_len, kv_len = shape[-2], shape[-1]
         keep = torch.ones(q_len, kv_len, dtype=torch.bool).tril(diagonal=kv_len - q_len)
         return keep.expand(shape).clone()
+    elif init == "padded_additive":  # each row keeps a random valid prefix of the keys (right padding)
+        kv_len = shape[-1]
+        lengths = torch.randint(1, kv_len + 1, (shape[0],), generator=gen)
+        masked = torch.arange(kv_len)[None, :] >= lengths[:, None]
+        t = torch.zeros(shape).masked_fill(masked.view(shape[0], *([1] * (len(shape) - 2)), kv_len),
+                                           torch.finfo(dtype).min)
     elif init == "sliding_additive":  # causal and at most `window` keys back (self included)
         q_len, kv_len = shape[-2], shape[-1]
         window = int(resolve_size(spec["window"], sizes))
