@@ -154,6 +154,19 @@ def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weig
     return routed
 
 
+def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+    # The mask laid out [E, T, K]: torch.where gives (token, slot), the weights are read per pair.
+    combined = torch.zeros_like(tokens)
+    expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 0, 1)
+    for e in range(num_experts):
+        token_idx, slot = torch.where(expert_mask[e])
+        picked = tokens[token_idx]
+        hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
+        out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
+        combined.index_add_(0, token_idx, out)
+    return combined
+
+
 def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
     ids = expert_ids.to(torch.int32)
     sent = torch_npu.npu_moe_distribute_dispatch_v2(tokens, ids, "ep_group", 1, 0, num_experts)

@@ -39,7 +39,8 @@ Fix safety
     SwiGLU experts without a clamp (a clamped GPT-OSS expert keeps its activation in
     torch). The rule holds for any TP size; with expert parallelism (ep > 1) the
     prefill chain adds an all_to_all and `npu_moe_re_routing` between the routing op
-    and the grouped matmul, and decode prefers the MC2 chain of `moe.experts_distribute`.
+    and the grouped matmul (`moe.experts_double_routing`), and decode prefers the MC2 chain
+    of `moe.experts_distribute`.
     A shared expert's output may be passed as `skip1` of the finalize call.
 References
     catalog/moe/npu_moe_init_routing_v2.toml, npu_grouped_matmul.toml,
@@ -129,8 +130,8 @@ RULE = {
     [E, I, H]，去掉逐专家的ModuleList。group_list_type=1须与expert_tokens_num_type=1（计数而非
     累加和）配对，drop_pad_mode=2须与row_idx_type=0的按token排列的索引映射配对。仅适用于不带
     clamp的SwiGLU专家（带clamp的GPT-OSS专家的激活留在torch中）。本规则适用于任意TP规模；专家
-    并行（ep > 1）时，预填充链在路由算子与分组矩阵乘之间加入all_to_all和npu_moe_re_routing，
-    解码则优先使用moe.experts_distribute的MC2链。共享专家的输出可作为finalize的skip1传入。
+    并行（ep > 1）时，预填充链在路由算子与分组矩阵乘之间加入all_to_all和npu_moe_re_routing
+    （moe.experts_double_routing），解码则优先使用moe.experts_distribute的MC2链。共享专家的输出可作为finalize的skip1传入。
 参考
     catalog/moe/npu_moe_init_routing_v2.toml、npu_grouped_matmul.toml、
     npu_moe_finalize_routing.toml、catalog/ffn/npu_swiglu.toml；reference_chains.md
@@ -160,6 +161,19 @@ def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weig
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot].unsqueeze(-1)
     return routed
+
+
+def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+    # The mask laid out [E, T, K]: torch.where gives (token, slot), the weights are read per pair.
+    combined = torch.zeros_like(tokens)
+    expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 0, 1)
+    for e in range(num_experts):
+        token_idx, slot = torch.where(expert_mask[e])
+        picked = tokens[token_idx]
+        hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
+        out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
+        combined.index_add_(0, token_idx, out)
+    return combined
 
 
 def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
