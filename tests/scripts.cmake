@@ -68,3 +68,12 @@ add_test(NAME apply_patched_model
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
 set_tests_properties(apply_patched_model PROPERTIES TIMEOUT 300)
+
+# The HTML report in headless Chromium: cards, pictures and filters checked in
+# the DOM against the JSON plan, planted markup stays text, screenshots kept
+# under html_artefacts/. Skipped (77) when Chromium is missing, except in CI.
+add_test(NAME html_report_browser
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/html/check_html_report.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR}
+                 --artefacts ${CMAKE_BINARY_DIR}/html_artefacts)
+set_tests_properties(html_report_browser PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)

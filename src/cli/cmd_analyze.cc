@@ -1,6 +1,6 @@
 // npufuse analyze PATH... [--config F] [--deploy F] [--chip C] [--tp N --ep N --dp N]
 //   [--quant Q] [--stage S] [--torch-npu-version V] [--rules DIR] [--catalog DIR]
-//   [--format md|json|sarif] [--lang en|zh] [-o FILE] [--timings]
+//   [--format md|json|sarif|html] [--lang en|zh] [-o FILE] [--timings]
 // Workflow steps 2-4: the fusion plan. Finding candidates is not an error
 // (exit 0); unreadable or malformed input is (exit 2, file:line:col).
 #include <fmt/format.h>
@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "frontend/diagnostic.h"
 #include "plan/analyze.h"
+#include "report/html_report.h"
 #include "report/plan_json.h"
 #include "report/plan_markdown.h"
 #include "report/plan_sarif.h"
@@ -46,6 +47,7 @@ std::string render(const plan::Plan& plan, const AnalyzeCliOptions& o) {
   report::Lang lang = o.lang == "zh" ? report::Lang::Zh : report::Lang::En;
   if (o.format == "json") return report::plan_to_json(plan).dump(2) + "\n";
   if (o.format == "sarif") return render_sarif(plan, o, lang);
+  if (o.format == "html") return report::render_html_report(plan, lang);
   return report::plan_to_markdown(plan, lang);
 }
 
@@ -105,7 +107,7 @@ Registered register_analyze(CLI::App& parent) {
   cmd->add_option("--torch-npu-version", a.torch_npu_version, "torch_npu version the plan targets");
   cmd->add_option("--rules", a.rules_dir, "Read the fusion rules from DIR instead of the built-in ones");
   cmd->add_option("--catalog", a.catalog_dir, "Read the operator catalog from DIR instead of the built-in one");
-  cmd->add_option("--format", o.format, "md, json or sarif")->check(CLI::IsMember({"md", "json", "sarif"}));
+  cmd->add_option("--format", o.format, "md, json, sarif or html")->check(CLI::IsMember({"md", "json", "sarif", "html"}));
   cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
   cmd->add_option("-o,--output", o.out, "Write the plan to FILE (atomically) instead of stdout");
   cmd->add_flag("--timings", o.timings, "Print the time of each analysis stage to stderr");

@@ -25,5 +25,6 @@ Registered register_inspect(CLI::App& parent);
 Registered register_analyze(CLI::App& parent);
 Registered register_apply(CLI::App& parent);
 Registered register_verify(CLI::App& parent);
+Registered register_explain(CLI::App& parent);
 
 }  // namespace npufuse::cli

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
 
   std::vector<Registered> commands = {
       register_parse(app),   register_inspect(app), register_analyze(app), register_apply(app),
-      register_verify(app),  register_ops(app),     register_rules(app),
+      register_verify(app),  register_explain(app), register_ops(app),     register_rules(app),
   };
 
   try {
