@@ -1,6 +1,7 @@
 // npufuse analyze PATH... [--config F] [--deploy F] [--chip C] [--tp N --ep N --dp N]
 //   [--quant Q] [--stage S] [--torch-npu-version V] [--rules DIR] [--catalog DIR]
 //   [--format md|json|sarif|html] [--lang en|zh] [-o FILE] [--timings]
+//   [--jobs N] [--out DIR] [--cache DIR] [--no-cache] [--no-progress]   (tree scans)
 // Workflow steps 2-4: the fusion plan. Finding candidates is not an error
 // (exit 0); unreadable or malformed input is (exit 2, file:line:col).
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "catalog/diagnostics.h"
+#include "cli/analyze_tree.h"
 #include "cli/command.h"
 #include "frontend/diagnostic.h"
 #include "plan/analyze.h"
@@ -19,6 +21,7 @@
 #include "report/plan_markdown.h"
 #include "report/plan_sarif.h"
 #include "rules/ruleset.h"
+#include "scan/model_folders.h"
 #include "util/file_io.h"
 
 namespace npufuse::cli {
@@ -111,7 +114,17 @@ Registered register_analyze(CLI::App& parent) {
   cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
   cmd->add_option("-o,--output", o.out, "Write the plan to FILE (atomically) instead of stdout");
   cmd->add_flag("--timings", o.timings, "Print the time of each analysis stage to stderr");
-  return {cmd, [] { return run_analyze(o); }};
+  // A directory holding several model folders is a tree scan (docs/scan.md).
+  static TreeCliOptions tree;
+  cmd->add_option("--jobs", tree.jobs, "Tree scan: models analysed in parallel (default: one per core)");
+  cmd->add_option("--out", tree.out_dir, "Tree scan: folder for the per-model plans and the summary")->capture_default_str();
+  cmd->add_option("--cache", tree.cache_dir, "Tree scan: cache folder (default: OUT/.npufuse-cache)");
+  cmd->add_flag("--no-cache", tree.no_cache, "Tree scan: analyse every model, reading and writing no cache");
+  cmd->add_flag("--no-progress", tree.no_progress, "Tree scan: no progress bar, even on a terminal");
+  return {cmd, [] {
+            if (scan::is_tree(o.analysis.paths)) return run_analyze_tree(o.analysis, o.format, o.lang, o.out, tree);
+            return run_analyze(o);
+          }};
 }
 
 }  // namespace npufuse::cli

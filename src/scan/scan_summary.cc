@@ -1,0 +1,165 @@
+#include "scan/scan_summary.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <utility>
+
+namespace npufuse::scan {
+
+namespace {
+
+// Best first: a model's cell shows the furthest any of its candidates got.
+const std::vector<std::string>& status_order() {
+  static const std::vector<std::string> order = {"candidate", "candidate_with_prerequisites", "not_applicable",
+                                                 "no_fused_op"};
+  return order;
+}
+
+size_t status_rank(const std::string& status) {
+  const auto& order = status_order();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i] == status) return i;
+  return order.size();
+}
+
+std::string opportunity_api(const nlohmann::json& candidate) {
+  std::string api;
+  for (const auto& a : candidate.value("apis", nlohmann::json::array())) {
+    if (!api.empty()) api += "+";
+    api += a.get<std::string>();
+  }
+  return api.empty() ? "-" : api;
+}
+
+std::string model_state(const ModelResult& r) {
+  if (r.failed) return "failed";
+  return r.from_cache ? "cached" : "analysed";
+}
+
+}  // namespace
+
+nlohmann::json model_row(const ModelResult& r) {
+  nlohmann::json row = {{"name", r.name}, {"state", model_state(r)}, {"from_cache", r.from_cache}};
+  if (r.failed) {
+    row["error"] = r.error;
+    return row;
+  }
+  row["plan"] = r.name + ".plan.json";
+  nlohmann::json statuses = nlohmann::json::object();
+  for (const auto& s : status_order()) statuses[s] = 0;
+  std::map<std::string, nlohmann::json> cells;
+  for (const auto& c : r.plan.value("candidates", nlohmann::json::array())) {
+    std::string status = c.value("status", "");
+    statuses[status] = statuses.value(status, 0) + 1;
+    std::string key = c.value("module", "") + "/" + opportunity_api(c);
+    auto [it, fresh] = cells.try_emplace(key, nlohmann::json{{"status", status}, {"count", 0}});
+    if (status_rank(status) < status_rank(it->second["status"].get<std::string>())) it->second["status"] = status;
+    it->second["count"] = it->second["count"].get<int>() + 1;
+  }
+  row["statuses"] = statuses;
+  row["opportunities"] = nlohmann::json(cells);
+  return row;
+}
+
+namespace {
+
+std::string md_cell(std::string text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+const char* status_short(const std::string& status) {
+  if (status == "candidate") return "C";
+  if (status == "candidate_with_prerequisites") return "P";
+  if (status == "not_applicable") return "NA";
+  return "none";
+}
+
+}  // namespace
+
+ScanCounts count_rows(const std::vector<nlohmann::json>& rows) {
+  ScanCounts n;
+  n.models = rows.size();
+  for (const auto& row : rows) {
+    (row.value("from_cache", false) ? n.cached : n.analysed)++;
+    if (row["state"] == "failed") ++n.failed;
+  }
+  return n;
+}
+
+nlohmann::json summary_json(const std::string& root, const std::vector<nlohmann::json>& rows) {
+  ScanCounts n = count_rows(rows);
+  nlohmann::json models = nlohmann::json::array(), failures = nlohmann::json::array();
+  // opportunity key -> status -> number of models whose best status it is
+  std::map<std::string, std::map<std::string, int>> by_opportunity;
+  for (const auto& row : rows) {
+    if (row["state"] == "failed") failures.push_back({{"model", row["name"]}, {"error", row["error"]}});
+    else
+      for (const auto& [key, cell] : row["opportunities"].items()) by_opportunity[key][cell["status"]]++;
+    models.push_back(row);
+  }
+  nlohmann::json opportunities = nlohmann::json::array();
+  for (const auto& [key, counts] : by_opportunity) {
+    size_t slash = key.find('/');
+    nlohmann::json per_status = nlohmann::json::object();
+    for (const auto& s : status_order()) per_status[s] = counts.count(s) ? counts.at(s) : 0;
+    opportunities.push_back({{"module", key.substr(0, slash)}, {"api", key.substr(slash + 1)}, {"models", per_status}});
+  }
+  return {{"format", "npufuse-scan-summary/1"},
+          {"root", root},
+          {"counts", {{"models", n.models}, {"analysed", n.analysed}, {"cached", n.cached}, {"failed", n.failed}}},
+          {"opportunities", opportunities},
+          {"models", models},
+          {"failures", failures}};
+}
+
+std::string summary_markdown(const nlohmann::json& s) {
+  const auto& n = s["counts"];
+  std::string md = fmt::format("# npufuse scan of {}\n\n", s["root"].get<std::string>());
+  md += fmt::format("{} model folders: {} analysed, {} read from the cache, {} failed.\n\n", n["models"].get<size_t>(),
+                    n["analysed"].get<size_t>(), n["cached"].get<size_t>(), n["failed"].get<size_t>());
+
+  md += "## Fusion opportunities\n\n";
+  md += "Models per opportunity, counted by the best status their candidates reach.\n\n";
+  md += "| module | API | candidate | with prerequisites | not applicable | no fused op |\n|---|---|---:|---:|---:|---:|\n";
+  for (const auto& o : s["opportunities"]) {
+    const auto& m = o["models"];
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md_cell(o["module"]), md_cell(o["api"]),
+                      m["candidate"].get<int>(), m["candidate_with_prerequisites"].get<int>(),
+                      m["not_applicable"].get<int>(), m["no_fused_op"].get<int>());
+  }
+
+  md += "\n## Models\n\n";
+  md += "Opportunities as module/API (status, candidates): C candidate, P with prerequisites, NA not applicable, "
+        "none no fused op.\n\n";
+  md += "| model | C | P | NA | none | opportunities |\n|---|---:|---:|---:|---:|---|\n";
+  for (const auto& m : s["models"]) {
+    if (m["state"] == "failed") {
+      md += fmt::format("| {} | | | | | failed (see below) |\n", md_cell(m["name"]));
+      continue;
+    }
+    const auto& st = m["statuses"];
+    std::string cells;
+    for (const auto& [key, cell] : m["opportunities"].items()) {
+      if (!cells.empty()) cells += ", ";
+      cells += fmt::format("{} ({}, {})", key, status_short(cell["status"]), cell["count"].get<int>());
+    }
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md_cell(m["name"]), st["candidate"].get<int>(),
+                      st["candidate_with_prerequisites"].get<int>(), st["not_applicable"].get<int>(),
+                      st["no_fused_op"].get<int>(), md_cell(cells));
+  }
+
+  if (!s["failures"].empty()) {
+    md += "\n## Failed models\n\n| model | error |\n|---|---|\n";
+    for (const auto& f : s["failures"]) md += fmt::format("| {} | {} |\n", md_cell(f["model"]), md_cell(f["error"]));
+  }
+  return md;
+}
+
+}  // namespace npufuse::scan

@@ -1,0 +1,42 @@
+#include "scan/shared_inputs.h"
+
+#include "util/sha256.h"
+
+namespace npufuse::scan {
+
+namespace {
+
+// Length-prefixed so that moving bytes from one file's text to the next
+// file's path cannot give the same digest input.
+void append_field(std::string& out, const std::string& s) {
+  out += std::to_string(s.size());
+  out += ':';
+  out += s;
+}
+
+}  // namespace
+
+SharedInputs SharedInputs::load(const std::string& rules_dir, const std::string& catalog_dir) {
+  std::vector<rules::RuleFile> rule_files =
+      rules_dir.empty() ? rules::embedded_rule_files() : rules::directory_rule_files(rules_dir);
+  std::vector<catalog::CatalogFile> catalog_files =
+      catalog_dir.empty() ? catalog::embedded_catalog_files() : catalog::directory_catalog_files(catalog_dir);
+
+  std::string digest_input;
+  for (const auto& f : rule_files) {
+    append_field(digest_input, "rules/" + f.path);
+    append_field(digest_input, f.text);
+  }
+  for (const auto& f : catalog_files) {
+    append_field(digest_input, "catalog/" + f.path);
+    append_field(digest_input, f.text);
+  }
+
+  return SharedInputs{
+      rules::RuleSet::load(rule_files, rules_dir.empty() ? "rules" : rules_dir),
+      catalog::Catalog::load(catalog_files, catalog_dir.empty() ? "catalog" : catalog_dir),
+      util::sha256_hex(digest_input),
+  };
+}
+
+}  // namespace npufuse::scan

@@ -1,0 +1,25 @@
+#pragma once
+// What every model of a scan reads the same way: the rules and the operator
+// catalog, loaded once and then only read, from all worker threads at once.
+// The catalog is read whole here rather than on demand: the on-demand form
+// fills itself in on first use and so is not safe to share between threads.
+#include <string>
+
+#include "catalog/catalog.h"
+#include "rules/ruleset.h"
+
+namespace npufuse::scan {
+
+struct SharedInputs {
+  rules::RuleSet rules;
+  catalog::Catalog catalog;
+  // sha256 over every rule and catalog file (path and bytes): a cached plan
+  // made with other rules or another catalog is never reused.
+  std::string fingerprint;
+
+  // Embedded copies unless a directory is given. Throws rules::RuleError,
+  // catalog::CatalogError or FileError.
+  static SharedInputs load(const std::string& rules_dir, const std::string& catalog_dir);
+};
+
+}  // namespace npufuse::scan
