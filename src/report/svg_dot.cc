@@ -49,6 +49,16 @@ std::string slurp_with_deadline(int fd, std::chrono::steady_clock::time_point de
   }
 }
 
+// The page's status colours again, as dot attributes: older graphviz
+// releases drop the class attribute, and the picture must not depend on it.
+const char* status_colour(const std::string& status) {
+  if (status == "candidate") return "#2e7d32";
+  if (status == "candidate_with_prerequisites") return "#b26a00";
+  if (status == "not_applicable") return "#c62828";
+  if (status == "no_fused_op") return "#6a1b9a";
+  return "#888888";
+}
+
 }  // namespace
 
 std::string dot_source(const PictureGraph& graph, const CandidateMarks& marks) {
@@ -61,7 +71,8 @@ std::string dot_source(const PictureGraph& graph, const CandidateMarks& marks) {
     if (n.candidate >= 0 && static_cast<size_t>(n.candidate) < marks.size()) {
       const CandidateMark& m = marks[static_cast<size_t>(n.candidate)];
       attrs += ", URL=" + dot_quoted("#" + m.anchor) + ", class=" + dot_quoted("node chain st-" + m.status) +
-               ", tooltip=" + dot_quoted(n.detail + " — " + m.title);
+               ", tooltip=" + dot_quoted(n.detail + " — " + m.title) + ", fillcolor=" + dot_quoted(status_colour(m.status)) +
+               ", fontcolor=\"#ffffff\"";
     } else {
       attrs += ", class=\"node\"";
     }
