@@ -57,10 +57,8 @@ bool calls(const ast::Node* n, std::string_view callee) {
   return found;
 }
 
-// The model function's spelling of each binding. When the chain was
-// matched with `fn` inlined into a caller, the bindings are the caller's
-// expressions: they are mapped through the call's arguments to fn's
-// parameter names.
+}  // namespace
+
 std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan::Candidate& c,
                                                 const model::SourceSet& sources, std::string& missing) {
   std::map<std::string, std::string> out;
@@ -99,6 +97,8 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
   }
   return out;
 }
+
+namespace {
 
 std::variant<Edit, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
   std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);

@@ -4,10 +4,12 @@
 // rule's `replace` body, bound to the model's expressions. Anything this
 // cannot do safely is refused with the reason and the place, so it can be
 // listed as a manual step instead.
+#include <map>
 #include <optional>
 #include <string>
 
 #include "apply/edits.h"
+#include "apply/source_functions.h"
 #include "model/source_set.h"
 #include "plan/plan.h"
 #include "rules/rule.h"
@@ -19,6 +21,14 @@ struct ChainRewrite {
   std::string refusal;  // why there is no edit
   std::string where;    // file:line the refusal is about
 };
+
+// The model function's spelling of each binding (replace parameter ->
+// expression text inside fn). When the chain was matched with `fn` inlined
+// into a caller, the bindings are the caller's expressions: they are mapped
+// through the call's arguments to fn's parameter names. Sets `missing` and
+// returns {} when a binding has no spelling inside fn.
+std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan::Candidate& c,
+                                                const model::SourceSet& sources, std::string& missing);
 
 ChainRewrite rewrite_chain(const plan::Candidate& candidate, const model::SourceSet& sources, const rules::Rule& rule);
 

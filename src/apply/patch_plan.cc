@@ -19,15 +19,6 @@
 #include "util/file_io.h"
 
 namespace npufuse::apply {
-namespace {
-
-// The analysis the plan records, run again over the same bytes; the loaded
-// sources and rules stay alive for the rewrite.
-struct Reanalysis {
-  model::SourceSet sources;
-  rules::RuleSet rules;
-  plan::Plan plan;
-};
 
 Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
   model::SourceSet sources = model::SourceSet::load(options.paths);
@@ -49,6 +40,8 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
   plan::Plan fresh = plan::build_plan(in);
   return Reanalysis{std::move(sources), std::move(rules), std::move(fresh)};
 }
+
+namespace {
 
 std::string closest_id(const std::string& id, const plan::Plan& plan) {
   std::string best;

@@ -8,6 +8,7 @@
 
 #include "apply/edits.h"
 #include "plan/plan.h"
+#include "rules/ruleset.h"
 
 namespace npufuse::apply {
 
@@ -37,6 +38,15 @@ struct PatchSet {
   std::vector<ManualStep> manual;        // refused chains and non-mechanical prerequisites
   std::vector<std::string> skipped;      // "id: why" for candidates not chosen
 };
+
+// The analysis a plan records, run again over the same bytes; the loaded
+// sources and rules stay alive for rewriting and verifying.
+struct Reanalysis {
+  model::SourceSet sources;
+  rules::RuleSet rules;
+  plan::Plan plan;
+};
+Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 
 // Throws ApplyError (stale or malformed plan, unknown --only id, edits that
 // overlap) and the analysis' own input errors.

@@ -19,6 +19,7 @@
 #include "frontend/diagnostic.h"
 #include "rules/ruleset.h"
 #include "util/file_io.h"
+#include "verify/apply_manifest.h"
 
 namespace npufuse::cli {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 struct ApplyCliOptions {
   apply::PatchRequest patch;
   apply::OutputRequest output;
+  bool verify = false;  // the step-5 loop (src/verify/optimise_loop.h)
 };
 
 void print_summary(const apply::PatchSet& set, const apply::Written& written, std::FILE* to) {
@@ -37,6 +39,7 @@ void print_summary(const apply::PatchSet& set, const apply::Written& written, st
 }
 
 int run_apply(const ApplyCliOptions& o) {
+  if (o.verify) return run_apply_verify(o.patch.plan_path, o.patch.paths, o.patch.only, o.output.out_dir);
   if (o.output.out_dir.empty() && o.output.diff_file.empty() && !o.output.in_place) {
     fmt::print(stderr, "npufuse apply: say where the result goes: --out DIR, --diff FILE or --in-place\n");
     return kUsage;
@@ -44,6 +47,8 @@ int run_apply(const ApplyCliOptions& o) {
   try {
     apply::PatchSet set = apply::make_patches(o.patch);
     apply::Written written = apply::write_patches(set, o.output);
+    if (!o.output.out_dir.empty())  // what `npufuse verify DIR` reads
+      written.files.push_back(verify::write_apply_manifest(o.output.out_dir, {o.patch.plan_path, o.patch.paths, set.applied}));
     std::fflush(stdout);
     print_summary(set, written, o.output.diff_file == "-" ? stderr : stdout);
     return kOk;
@@ -77,6 +82,8 @@ Registered register_apply(CLI::App& parent) {
   cmd->add_option("--diff", o.output.diff_file, "Write unified diffs to FILE ('-': stdout)");
   cmd->add_flag("--in-place", o.output.in_place, "Patch the files themselves (atomically; FILE.orig keeps the original)")
       ->excludes(out);
+  cmd->add_flag("--verify", o.verify,
+                "Apply candidates one at a time, verify each, keep those that pass, roll back the rest (needs --out)");
   return {cmd, [] { return run_apply(o); }};
 }
 

@@ -6,6 +6,8 @@
 //   2 usage or input error.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace npufuse::cli {
 
@@ -25,6 +27,10 @@ Registered register_inspect(CLI::App& parent);
 Registered register_analyze(CLI::App& parent);
 Registered register_apply(CLI::App& parent);
 Registered register_verify(CLI::App& parent);
+
+// `apply --verify`: the step-5 loop (cmd_verify.cc).
+int run_apply_verify(const std::string& plan, const std::vector<std::string>& paths,
+                     const std::vector<std::string>& only, const std::string& out_dir);
 Registered register_explain(CLI::App& parent);
 
 }  // namespace npufuse::cli

@@ -1,0 +1,73 @@
+#include "verify/candidate_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "apply/patch_output.h"
+
+namespace npufuse::verify {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string number_text(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
+
+}  // namespace
+
+std::string precision_words(const CheckResult& r) {
+  if (!r.error.empty()) return "error: " + r.error;
+  return fmt::format("{} ({}): max abs {}, max rel {}, cosine {}", r.passed ? "within tolerance" : "OUT OF TOLERANCE",
+                     r.text("cut"), number_text(r.number("max_abs")), number_text(r.number("max_rel")),
+                     r.number("cosine") ? fmt::format("{:.6f}", *r.number("cosine")) : "n/a");
+}
+
+std::string model_check_words(const CheckResult& r) {
+  if (!r.text("skipped").empty()) return "model check skipped: " + r.text("skipped");
+  if (!r.error.empty()) return "model check error: " + r.error;
+  std::vector<std::string> parts;
+  if (r.data.contains("rows"))
+    for (const auto& row : r.data["rows"])
+      parts.push_back(fmt::format("{} {} max abs {}", row.value("stage", ""), row.value("what", ""),
+                                  row["max_abs"].is_number() ? fmt::format("{:.3g}", row["max_abs"].get<double>()) : "n/a"));
+  return fmt::format("model {}: {}", r.passed ? "matches" : "DIFFERS", fmt::join(parts, "; "));
+}
+
+CandidateRun check_candidate(const VerifySession& session, const plan::Candidate& recorded,
+                             const std::vector<std::string>& base, const std::string& work_dir) {
+  CandidateRun run;
+  CandidateVerdict& v = run.verdict;
+  v = session.start_verdict(recorded);
+  const plan::Candidate* located = session.located(recorded.id);
+  if (!located) {
+    v.status = "manual";
+    v.conclusion = "the re-run analysis does not produce this candidate";
+    return run;
+  }
+  // This candidate's patch alone, for the report.
+  apply::PatchSet alone = session.patches_for({recorded.id});
+  for (const apply::ManualStep& m : alone.manual)
+    if (m.candidate == recorded.id) v.manual.push_back(fmt::format("{}: {}", m.where, m.what));
+  v.applied = std::find(alone.applied.begin(), alone.applied.end(), recorded.id) != alone.applied.end();
+  if (v.applied) v.diff = apply::write_patches(alone, {}).diff;
+
+  std::string stem = file_stem_for(recorded.id);
+  if (v.applied) {
+    std::vector<std::string> trial = base;
+    trial.push_back(recorded.id);
+    apply::PatchSet set = base.empty() ? alone : session.patches_for(trial);
+    if (std::find(set.applied.begin(), set.applied.end(), recorded.id) == set.applied.end()) {
+      v.applied = false;
+      v.manual.push_back(fmt::format("{}: its edit clashes with a candidate kept before it", recorded.location.file));
+    } else {
+      run.copies = session.write_copies(set, (fs::path(work_dir) / "patched" / stem).string());
+    }
+  }
+  v.spec = session.spec_for(*located, run.copies);
+  v.harness = (fs::path(work_dir) / "harness" / (stem + ".py")).string();
+  v.precision = session.run_harness(v.spec, v.harness);
+  return run;
+}
+
+}  // namespace npufuse::verify

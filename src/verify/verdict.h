@@ -1,0 +1,54 @@
+#pragma once
+// What verify found for one candidate, and for the run as a whole: the data
+// behind the verification report and the optimisation report
+// (verify_report.h renders both; docs/verify.md gives the JSON schema).
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verify/harness_spec.h"
+#include "verify/result_reader.h"
+
+namespace npufuse::verify {
+
+struct AlternativeNote {
+  std::string id;
+  std::string plan_status;
+  std::string outcome;  // tried and what happened, or why it was not tried
+};
+
+struct CandidateVerdict {
+  std::string id, rule, plan_status;
+  std::vector<std::string> apis;
+  bool applied = false;                 // apply made an edit for it
+  std::vector<std::string> manual;      // apply's manual steps for it ("file:line: what")
+  std::string harness;                  // the generated harness file
+  HarnessSpec spec;
+  CheckResult precision;                // the harness result
+  std::optional<CheckResult> model_check;  // the model-level check of the file with this candidate in
+  std::string diff;                     // this candidate's patch alone
+  std::string status;                   // passed | failed | kept | rolled_back | manual
+  std::string conclusion;               // one sentence, with the numbers or the error
+  std::vector<AlternativeNote> alternatives;
+};
+
+struct RunSettings {
+  std::string mode;   // "verify" | "apply --verify"
+  std::string plan;
+  std::string device;  // cpu | npu | auto, as asked
+  int64_t batch = 1, seq = 16;
+  std::string dtype;
+};
+
+struct VerifyReport {
+  RunSettings settings;
+  std::vector<CandidateVerdict> candidates;
+  std::optional<CheckResult> model_check;  // the whole patched model (verify) or the kept set (apply --verify)
+  std::vector<std::string> written;        // files written (patched copies, diff, harnesses)
+  std::vector<std::string> notes;
+
+  bool all_passed() const;  // every verified candidate and the model check passed (manual ones aside)
+};
+
+}  // namespace npufuse::verify

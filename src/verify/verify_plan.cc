@@ -1,0 +1,42 @@
+#include "verify/verify_plan.h"
+
+#include <filesystem>
+
+#include "verify/candidate_check.h"
+
+namespace npufuse::verify {
+
+VerifyReport verify_plan(const VerifyOptions& options) {
+  namespace fs = std::filesystem;
+  VerifySession session(options);
+  VerifyReport report;
+  report.settings = {"verify", options.plan_path, options.device, options.batch, options.seq, session.dtype()};
+  std::vector<std::string> applied;
+  for (const plan::Candidate* c : session.applicable()) {
+    CandidateRun run = check_candidate(session, *c, {}, options.out_dir);
+    CandidateVerdict& v = run.verdict;
+    if (v.status.empty()) {
+      bool ok = v.precision.passed;
+      v.status = !v.applied ? "manual" : ok ? "passed" : "failed";
+      v.conclusion = precision_words(v.precision);
+      if (!v.applied) v.conclusion = "not applied (see the manual steps); the fusion itself: " + v.conclusion;
+    }
+    if (v.applied) applied.push_back(v.id);
+    report.written.push_back(v.harness);
+    report.candidates.push_back(std::move(v));
+  }
+  if (!applied.empty()) {
+    apply::PatchSet all = session.patches_for(applied);
+    std::map<std::string, std::string> copies = session.write_copies(all, (fs::path(options.out_dir) / "model").string());
+    for (const apply::PatchedFile& f : all.files) {
+      if (f.patched == f.original) continue;
+      report.model_check = session.run_model_check(f.path, copies[f.path]);
+      break;  // the model check builds the model from the file that defines it: the first patched one
+    }
+  } else {
+    report.notes.push_back("apply made no edit, so there is no patched model to compare");
+  }
+  return report;
+}
+
+}  // namespace npufuse::verify

@@ -1,0 +1,189 @@
+#include "verify/verify_session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "apply/chain_rewrite.h"
+#include "apply/patch_output.h"
+#include "apply/plan_file.h"
+#include "apply/source_functions.h"
+#include "util/file_io.h"
+#include "verify/cost_model.h"
+#include "verify/harness_writer.h"
+#include "verify/python_dir.h"
+#include "verify/python_runner.h"
+
+namespace npufuse::verify {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool applicable_status(plan::Status s) {
+  return s == plan::Status::Candidate || s == plan::Status::CandidateWithPrerequisites;
+}
+
+std::string absolute_path(const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); }
+
+void make_parent(const fs::path& file) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) throw FileError(fmt::format("{}: cannot create directory: {}", file.parent_path().string(), ec.message()));
+}
+
+int dtype_bytes(const std::string& dtype) { return dtype == "float32" ? 4 : 2; }
+
+}  // namespace
+
+std::string file_stem_for(const std::string& candidate_id) {
+  std::string out;
+  for (char ch : candidate_id) {
+    bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+    out += keep ? ch : '_';
+  }
+  return out;
+}
+
+VerifySession::VerifySession(VerifyOptions options)
+    : options_(std::move(options)),
+      recorded_(apply::read_plan_file(options_.plan_path)),
+      analysis_([&] {
+        apply::check_plan_is_current(recorded_, options_.plan_path);
+        plan::AnalyzeOptions o = recorded_.options;
+        if (!options_.paths.empty()) o.paths = options_.paths;
+        return apply::reanalyse(o);
+      }()),
+      python_dir_(find_python_dir(options_.python_dir)) {}
+
+std::string VerifySession::dtype() const {
+  if (!options_.dtype.empty()) return options_.dtype;
+  if (const check::Fact* f = analysis_.plan.facts.find("dtype"); f && f->value.is_str()) {
+    const std::string& d = f->value.as_str();
+    if (d == "float32" || d == "bfloat16" || d == "float16") return d;
+  }
+  return "float32";
+}
+
+std::vector<const plan::Candidate*> VerifySession::applicable() const {
+  std::vector<const plan::Candidate*> out;
+  for (const plan::Candidate& c : recorded_.candidates)
+    if (applicable_status(c.status) && !c.rule.empty() &&
+        (options_.only.empty() || std::count(options_.only.begin(), options_.only.end(), c.id)))
+      out.push_back(&c);
+  return out;
+}
+
+const plan::Candidate* VerifySession::located(const std::string& id) const {
+  for (const plan::Candidate& c : analysis_.plan.candidates)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+std::string VerifySession::rule_copy(const rules::Rule& rule) const {
+  fs::path target = fs::path(options_.out_dir) / "rules" / rule.family / fs::path(rule.path).filename();
+  make_parent(target);
+  write_file_atomic(target.string(), std::string(rule.file->parsed->source.text()));
+  return absolute_path(target.string());
+}
+
+HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std::string, std::string>& patched) const {
+  HarnessSpec spec;
+  spec.candidate = c.id;
+  spec.rule = c.rule;
+  spec.dtype = dtype();
+  spec.device = options_.device;
+  const rules::Rule* rule = analysis_.rules.find(c.rule);
+  if (!rule || !rule->file) throw std::runtime_error(fmt::format("{}: rule {} is not loaded", c.id, c.rule));
+  spec.rule_file = rule_copy(*rule);
+
+  std::map<std::string, int64_t> configured = configured_sizes(analysis_.plan.facts, rule->module);
+  ChosenSizes chosen = choose_sizes(rule->literal, configured, options_.batch, options_.seq, options_.max_elements);
+  spec.sizes = chosen.sizes;
+  spec.sizes_note = chosen.note;
+  std::map<std::string, int64_t> model_sizes = chosen.sizes;  // the estimate uses the model's sizes, never reduced ones
+  for (const auto& [k, v] : configured) model_sizes[k] = v;
+  spec.estimate = CostModel::embedded()
+                      .estimate(c.rule, model_sizes, options_.batch, options_.seq, dtype_bytes(spec.dtype))
+                      .to_json();
+
+  if (patched.empty()) {
+    spec.cut_note = "apply made no edit for this candidate: the rule's search is checked against its replace";
+    return spec;
+  }
+  if (c.apply_outputs.empty()) {
+    spec.cut_note = "the chain's results were not located in the source";
+    return spec;
+  }
+  const plan::Candidate::SourceRange& out = c.apply_outputs.front();
+  const model::ModelFile* file = apply::file_named(analysis_.sources, out.file);
+  auto copy = patched.find(out.file);
+  std::optional<apply::FunctionAt> fn = file ? apply::function_around(*file, out.begin, out.end) : std::nullopt;
+  if (!file || copy == patched.end() || !fn) {
+    spec.cut_note = "the function holding the chain was not found";
+    return spec;
+  }
+  std::string missing;
+  std::map<std::string, std::string> arguments = apply::arguments_in(*fn, c, analysis_.sources, missing);
+  if (!missing.empty()) {
+    spec.cut_note = "function cut not used: " + missing;
+    return spec;
+  }
+  spec.cut = FunctionCut{absolute_path(out.file), absolute_path(copy->second), fn->qualified, arguments};
+  return spec;
+}
+
+CheckResult VerifySession::run_harness(const HarnessSpec& spec, const std::string& harness_path) const {
+  make_parent(harness_path);
+  write_file_atomic(harness_path, harness_text(spec, python_dir_));
+  ProcessResult run = run_process({python_interpreter(), harness_path}, options_.timeout_seconds);
+  return read_result(run, harness_path);
+}
+
+CheckResult VerifySession::run_model_check(const std::string& original, const std::string& patched) const {
+  if (recorded_.options.config.empty()) {
+    CheckResult r;
+    r.data = {{"skipped", "the plan was made without --config, so the model cannot be built"}};
+    return r;
+  }
+  std::string script = (fs::path(python_dir_) / "npufuse_verify" / "model_check.py").string();
+  std::string device = options_.device;
+  ProcessResult run = run_process({python_interpreter(), script, "--original", absolute_path(original), "--patched",
+                                   absolute_path(patched), "--config", absolute_path(recorded_.options.config),
+                                   "--device", device},
+                                  options_.timeout_seconds);
+  CheckResult r = read_result(run, "model check of " + patched);
+  return r;
+}
+
+apply::PatchSet VerifySession::patches_for(const std::vector<std::string>& ids) const {
+  apply::PatchRequest request;
+  request.plan_path = options_.plan_path;
+  request.paths = options_.paths;
+  request.only = ids;
+  return apply::make_patches(request);
+}
+
+std::map<std::string, std::string> VerifySession::write_copies(const apply::PatchSet& set, const std::string& dir) const {
+  apply::OutputRequest request;
+  request.out_dir = dir;
+  apply::Written written = apply::write_patches(set, request);
+  std::vector<std::string> shown = apply::shown_paths(set.files);
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < set.files.size(); ++i) out[set.files[i].path] = (fs::path(dir) / shown[i]).string();
+  return out;
+}
+
+CandidateVerdict VerifySession::start_verdict(const plan::Candidate& recorded) const {
+  CandidateVerdict v;
+  v.id = recorded.id;
+  v.rule = recorded.rule;
+  v.plan_status = plan::status_name(recorded.status);
+  v.apis = recorded.apis;
+  for (const plan::Candidate& alt : recorded.alternatives)
+    v.alternatives.push_back({alt.id, plan::status_name(alt.status),
+                              "not tried: apply takes the plan's top-level candidates only, not an alternative by id"});
+  return v;
+}
+
+}  // namespace npufuse::verify

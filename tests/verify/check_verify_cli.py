@@ -1,0 +1,185 @@
+"""`npufuse verify` and `npufuse apply --verify` from the outside (ctest script tests).
+
+--case llama   verify the llama-like plan on CPU: every candidate apply patches passes
+               its harness, the others are checked by their rule cut, every candidate has
+               a performance observation, and the whole patched model matches.
+--case wrong   a copy of rules/ whose norm.rms_norm replace drops the weight: apply
+               --verify must roll that candidate back with its numbers, keep the others,
+               and the kept patch must not contain the broken rewrite.
+--case models  apply --verify on every test model: whatever apply patches is kept only
+               with a passing model-level check; a model apply cannot patch says why.
+
+Usage: check_verify_cli.py --npufuse BIN --source-dir DIR --case NAME [--model M,...]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+def analyze(npufuse, model_dir, plan, rules=None):
+    cmd = [npufuse, "analyze", model_dir / "model.py", "--config", model_dir / "config.json", "--format", "json",
+           "-o", plan]
+    if rules:
+        cmd += ["--rules", rules]
+    r = run(cmd)
+    if r.returncode != 0:
+        sys.exit(f"analyze {model_dir} failed: {r.stderr}")
+
+
+def case_llama(args, src, tmp, problems):
+    model = src / "tests" / "models" / "llama_like"
+    plan = tmp / "plan.json"
+    analyze(args.npufuse, model, plan)
+    out = tmp / "verify"
+    r = run([args.npufuse, "verify", plan, "--out", out, "--device", "cpu", "--format", "json"])
+    print(r.stderr[-3000:], end="")
+    if r.returncode != 0:
+        problems.append(f"verify exited {r.returncode}")
+    report = json.loads((out / "report.json").read_text())
+    if not report["candidates"]:
+        problems.append("no candidate was verified")
+    applied = 0
+    for c in report["candidates"]:
+        p = c["precision"]
+        print(f"{c['id']}: {c['status']}: {c['conclusion']}")
+        if not p.get("passed"):
+            problems.append(f"{c['id']}: precision did not pass: {p.get('error') or p.get('max_abs')}")
+        if c["applied"]:
+            applied += 1
+            if not (p.get("cut") or "").startswith("function "):
+                problems.append(f"{c['id']}: applied, but checked by {p.get('cut')!r}, not the user's function "
+                                f"({p.get('cut_note')})")
+        perf = c["performance"]
+        if perf.get("kind") != "estimate" or not perf.get("stages"):
+            problems.append(f"{c['id']}: no labelled performance estimate: {perf}")
+        if not Path(c["harness"]).exists():
+            problems.append(f"{c['id']}: harness {c['harness']} was not written")
+    if applied < 3:
+        problems.append(f"only {applied} candidates were applied (rms_norm, rope_half, swiglu expected)")
+    mc = report["model_check"]
+    if not mc or not mc.get("passed"):
+        problems.append(f"the whole patched model does not match: {mc}")
+    # A harness runs again by hand and says the same.
+    first = next(c for c in report["candidates"] if c["applied"])
+    again = run(["/usr/bin/python3", first["harness"]])
+    line = json.loads(again.stdout.strip().splitlines()[-1])
+    if line["max_abs"] != first["precision"]["max_abs"]:
+        problems.append("running a harness by hand gives other numbers")
+
+
+def broken_rules(src, tmp):
+    rules = tmp / "rules"
+    shutil.copytree(src / "rules", rules)
+    rule = rules / "norm" / "rms_norm.py"
+    text = rule.read_text()
+    right = "def replace(hidden_states, weight, eps):\n"
+    start = text.index(right)
+    body_end = text.find("\n\n\n", start)
+    body_end = len(text) if body_end < 0 else body_end
+    # Drops the weight: the norm is no longer scaled per channel.
+    text = text[:start] + right + "    return torch_npu.npu_rms_norm(hidden_states, torch.ones_like(weight), epsilon=eps)[0]" + text[body_end:]
+    rule.write_text(text)
+    return rules
+
+
+def case_wrong(args, src, tmp, problems):
+    model = src / "tests" / "models" / "llama_like"
+    rules = broken_rules(src, tmp)
+    plan = tmp / "plan.json"
+    analyze(args.npufuse, model, plan, rules)
+    out = tmp / "out"
+    r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--verify", "--out", out])
+    print(r.stdout[-4000:], r.stderr[-2000:], sep="\n")
+    if r.returncode != 1:
+        problems.append(f"apply --verify exited {r.returncode}, expected 1 (a candidate rolled back)")
+    report = json.loads((out / "report.json").read_text())
+    by_rule = {c["rule"]: c for c in report["candidates"]}
+    norm = by_rule.get("norm.rms_norm")
+    if not norm or norm["status"] != "rolled_back":
+        problems.append(f"the broken rms_norm was not rolled back: {norm and norm['status']}")
+    else:
+        p = norm["precision"]
+        if p.get("passed") or p.get("max_abs") is None or p["max_abs"] <= 1e-3:
+            problems.append(f"the rollback carries no failing numbers: {p}")
+        if "max abs" not in norm["conclusion"]:
+            problems.append(f"the conclusion does not quote the numbers: {norm['conclusion']}")
+    kept = [c["rule"] for c in report["candidates"] if c["status"] == "kept"]
+    if "rope.rope_half" not in kept:
+        problems.append(f"the correct rope rewrite was not kept: kept {kept}")
+    patched = (out / "model.py").read_text()
+    if "torch.ones_like(weight)" in patched or "ones_like(self.weight)" in patched:
+        problems.append("the broken rewrite is in the kept patch")
+    if not (out / "patch.diff").exists() or not (out / "report.md").exists():
+        problems.append("patch.diff or report.md missing")
+
+
+def case_models(args, src, tmp, problems):
+    names = args.model.split(",") if args.model else sorted(
+        p.name for p in (src / "tests" / "models").iterdir() if (p / "model.py").exists())
+    for name in names:
+        model = src / "tests" / "models" / name
+        plan = tmp / f"{name}.json"
+        analyze(args.npufuse, model, plan)
+        out = tmp / name
+        r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--verify", "--out", out])
+        if not (out / "report.json").exists():
+            problems.append(f"{name}: no report ({r.returncode}): {r.stderr[-500:]}")
+            continue
+        report = json.loads((out / "report.json").read_text())
+        kept = [c for c in report["candidates"] if c["status"] == "kept"]
+        manual = [c for c in report["candidates"] if c["status"] == "manual"]
+        rolled = [c for c in report["candidates"] if c["status"] == "rolled_back"]
+        print(f"{name}: kept {len(kept)}, manual {len(manual)}, rolled back {len(rolled)}")
+        for c in rolled:
+            print(f"  rolled back {c['id']}: {c['conclusion']}")
+            problems.append(f"{name}: {c['id']} was rolled back: {c['conclusion']}")
+        for c in kept:
+            mc = c.get("model_check") or {}
+            if not mc.get("passed") and not mc.get("skipped"):
+                problems.append(f"{name}: {c['id']} kept without a passing model check")
+            if mc.get("skipped"):
+                print(f"  {c['id']}: model check skipped: {mc['skipped']}")
+        if kept:
+            whole = report.get("model_check") or {}
+            if not whole.get("passed"):
+                problems.append(f"{name}: the kept patch set does not match at model level: {whole}")
+        else:
+            # Nothing patched: each candidate must say why (its manual steps).
+            for c in manual:
+                if not c["manual"]:
+                    problems.append(f"{name}: {c['id']} is manual without a reason")
+            print(f"  not patched: " + "; ".join(m for c in manual for m in c["manual"][:1]) if manual
+                  else "  no applicable candidate in the plan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--npufuse", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--case", required=True, choices=("llama", "wrong", "models"))
+    ap.add_argument("--model", default="")
+    args = ap.parse_args()
+    src = Path(args.source_dir).resolve()
+    tmp = Path(tempfile.mkdtemp(prefix="npufuse_verify_"))
+    problems = []
+    try:
+        {"llama": case_llama, "wrong": case_wrong, "models": case_models}[args.case](args, src, tmp, problems)
+    finally:
+        if not os.environ.get("NPUFUSE_KEEP_TMP"):
+            shutil.rmtree(tmp, ignore_errors=True)
+    for p in problems:
+        print("FAIL:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
