@@ -47,6 +47,7 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
     p.anchors = p.graph.returns;
     p.options = options;
     p.steps = count_steps(p.graph, p.anchors);
+    p.near_miss_steps = options.partial_returns && !p.anchors.empty() ? count_steps(p.graph, {p.anchors.front()}) : p.steps;
     for (const AnchorUse& use : options.anchor_uses)
       if (use.anchor >= p.anchors.size())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: anchor_uses names returned value {} but {} returns {}",

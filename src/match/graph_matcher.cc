@@ -54,7 +54,7 @@ std::vector<Arg> arguments(const DataflowOp& op) {
 
 // Same computation by name and payload (attribute name, global, slice shape).
 bool same_kind(const DataflowOp& p, const DataflowOp& t) {
-  if (p.cls != t.cls || p.name != t.name) return false;
+  if (p.cls != t.cls || !same_view_op(p.name, t.name)) return false;
   if (has_labels(p)) return true;
   if (p.name == "slice") {
     // Which of lower/upper/step are given: compare the colon layout of the text.
@@ -91,6 +91,7 @@ class Walk {
       }
     size_t out_index = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), first_anchor) - P.outputs.begin());
     bool ok = out_index < T.outputs.size() && value(first_anchor, T.outputs[out_index]);
+    if (ok) returned_.push_back(T.outputs[out_index]);
     for (size_t k = 0; ok && k < p_.anchors.size(); ++k) {
       if (!p_.options.partial_returns) {
         ok = other_anchor(p_.anchors[k]);
@@ -194,10 +195,39 @@ class Walk {
       // of the model: a model op already matched cannot be a later anchor.
       if (std::find(s_.claimed.begin(), s_.claimed.end(), T.id) != s_.claimed.end()) continue;
       State saved = s_;
-      if (value(pv, T.outputs[idx])) return true;
+      if (value(pv, T.outputs[idx]) && !tied_to_returned(T.outputs[idx])) {
+        returned_.push_back(T.outputs[idx]);
+        return true;
+      }
       s_ = std::move(saved);
     }
     return fail(fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name), -1);
+  }
+
+  // Returned values a per-tensor operator computes independently (q's and
+  // k's norm or RoPE) never feed one another: a pairing where one is computed
+  // from the other (the layer's input norm taken for q, q_norm for k) is
+  // two stages of one path, not two tensors.
+  bool tied_to_returned(int tv) const {
+    if (!p_.options.partial_returns && !p_.options.independent_returns) return false;
+    for (int earlier : returned_)
+      if (depends_on(tv, earlier) || depends_on(earlier, tv)) return true;
+    return false;
+  }
+
+  // Whether model value `later` is computed (directly or not) from `earlier`.
+  bool depends_on(int later, int earlier) const {
+    std::vector<char> seen(tg_.values.size(), 0);
+    std::vector<int> todo{later};
+    while (!todo.empty()) {
+      int v = todo.back();
+      todo.pop_back();
+      if (v == earlier) return true;
+      if (v < 0 || static_cast<size_t>(v) >= seen.size() || seen[static_cast<size_t>(v)]) continue;
+      seen[static_cast<size_t>(v)] = 1;
+      for (int in : tg_.producer_of(v).inputs) todo.push_back(in);
+    }
+    return false;
   }
 
   bool fail(const std::string& reason, int target_op) {
@@ -322,7 +352,7 @@ class Walk {
     for (;;) {
       tv = through_packing(tg_, tv);
       const DataflowOp& op = tg_.producer_of(tv);
-      bool skip = op.cls == OpClass::Cast || ((is_layout_view(op.name) || is_inference_identity(op.name)) && op.name != P.name);
+      bool skip = op.cls == OpClass::Cast || ((is_layout_view(op.name) || is_inference_identity(op.name)) && !same_view_op(op.name, P.name));
       if (!skip || op.inputs.empty() || op.outputs.size() != 1) break;
       passed.push_back(op.id);
       tv = op.inputs[0];
@@ -537,14 +567,31 @@ class Walk {
     return *p == *t;
   }
 
+  // `torch.cat([a, b])` and `torch.cat((a, b))`: the tensors a concatenation
+  // or stack reads may be packed in a list or a tuple alike.
+  bool same_tensor_sequence(const DataflowOp& P, const DataflowOp& T) const {
+    auto packing = [](const DataflowOp& op) { return op.name == "list" || op.name == "tuple"; };
+    if (!packing(P) || !packing(T) || P.cls != T.cls || P.outputs.empty()) return false;
+    std::vector<int> readers = pg_.consumers(P.outputs[0]);
+    for (int reader : readers) {
+      const std::string& name = pg_.ops[static_cast<size_t>(reader)].name;
+      if (name != "cat" && name != "concat" && name != "concatenate" && name != "stack") return false;
+    }
+    return !readers.empty();
+  }
+
+  bool kinds_agree(const DataflowOp& P, const DataflowOp& T) const {
+    return same_kind(P, T) || same_tensor_sequence(P, T);
+  }
+
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
-    if (!same_kind(P, T)) {
+    if (!kinds_agree(P, T)) {
       State saved = s_;
       if (equivalent_spelling(P, T, passed)) return true;
       s_ = std::move(saved);
     }
-    if (!same_kind(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
-    if (!same_kind(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
+    if (!kinds_agree(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
+    if (!kinds_agree(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
     std::optional<State> before;
@@ -632,6 +679,30 @@ class Walk {
     return true;
   }
 
+  // A dropout probability that is 0 at inference: a literal 0 or
+  // `p if self.training else 0.0` (either arm order). Fused inference
+  // kernels have no dropout, and eval mode never applies it.
+  bool inference_dropout_off(int tv) const {
+    auto zero = [&](int v) {
+      auto c = constant_of(tg_, v);
+      return c && c->numeric && c->number == 0;
+    };
+    if (zero(tv)) return true;
+    const DataflowOp& op = tg_.producer_of(through_casts(tg_, tv));
+    if (op.name != "select" || op.inputs.size() != 3) return false;
+    // `self.training` is one attribute op; `module.training` reads attribute
+    // "training" of a value (getattr).
+    auto is_training = [](const DataflowOp& a) {
+      if (a.cls != OpClass::Attribute) return false;
+      if (a.name == "getattr") return !a.attrs.empty() && a.attrs[0] == "training";
+      return a.name.size() >= 8 && a.name.compare(a.name.size() - 8, 8, "training") == 0;
+    };
+    const DataflowOp& cond = tg_.producer_of(through_casts(tg_, op.inputs[0]));
+    if (is_training(cond)) return zero(op.inputs[2]);
+    bool negated = cond.name == "not" && cond.inputs.size() == 1 && is_training(tg_.producer_of(cond.inputs[0]));
+    return negated && zero(op.inputs[1]);
+  }
+
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
     if (P.name == "tuple" && T.name == "tuple")
       if (std::optional<bool> same = ellipsis_index(P, T)) return *same;
@@ -642,6 +713,9 @@ class Walk {
     // An argument given as None is the same as one left out.
     pa.erase(std::remove_if(pa.begin(), pa.end(), [&](const Arg& a) { return is_none(pg_, a.value); }), pa.end());
     ta.erase(std::remove_if(ta.begin(), ta.end(), [&](const Arg& a) { return is_none(tg_, a.value); }), ta.end());
+    ta.erase(std::remove_if(ta.begin(), ta.end(),
+                            [&](const Arg& a) { return a.key == "dropout_p" && inference_dropout_off(a.value); }),
+             ta.end());
     for (const Arg& a : ta) {
       bool known = std::any_of(pa.begin(), pa.end(), [&](const Arg& b) { return b.key == a.key; });
       if (!known) return fail(fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key), T.id);
@@ -681,6 +755,7 @@ class Walk {
   State best_state_;
   Failure best_;
   std::vector<std::string> trace_;
+  std::vector<int> returned_;  // model values matched to the pattern's returned values so far
 };
 
 }  // namespace

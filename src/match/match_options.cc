@@ -83,9 +83,17 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       o.partial_returns = value.get<bool>();
     } else if (key == "already_fused") {
       o.already_fused = string_set(rule, value, "\"already_fused\"");
+    } else if (key == "independent_returns") {
+      if (!value.is_boolean()) fail(rule, "\"independent_returns\" must be True or False");
+      o.independent_returns = value.get<bool>();
+    } else if (key == "opaque_calls") {
+      if (!value.is_boolean()) fail(rule, "\"opaque_calls\" must be True or False");
+      o.opaque_calls = value.get<bool>();
+    } else if (key == "contains") {
+      o.contains = string_set(rule, value, "\"contains\"");
     } else {
       fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
-                             "partial_returns)",
+                             "partial_returns, independent_returns, contains, opaque_calls)",
                              key));
     }
   }

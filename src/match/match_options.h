@@ -45,6 +45,17 @@ struct RuleMatchOptions {
   // (RoPE on q and on k): a model that computes only some of them matches
   // with those, and the parameters only the others read stay unbound.
   bool partial_returns = false;
+  // The returned values are computed each from its own input (q's and k's
+  // norm): none may be computed from another. Implied by partial_returns.
+  bool independent_returns = false;
+  // Rule ids whose chains this rule's chain contains as a part (DeepSeek's
+  // de-interleave + rotate_half is interleaved RoPE, not half RoPE): a match
+  // of theirs lying wholly inside one of this rule's is no chain of its own.
+  std::set<std::string> contains;
+  // The pattern's method calls stand for code outside the analysed file (HF
+  // Cache.update): a model whose own classes define that method is not this
+  // case, its code is analysed instead.
+  bool opaque_calls = false;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")

@@ -12,6 +12,7 @@
 #include "match/op_signature.h"
 #include "match/target_index.h"
 #include "match/value_view.h"
+#include "model/source_set.h"
 
 namespace npufuse::match {
 
@@ -219,6 +220,56 @@ void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<N
 
 }  // namespace
 
+namespace {
+
+// Whether a class of `file` defines a method `name`.
+bool file_defines_method(const model::ModelFile* file, const std::string& name) {
+  if (!file || !file->parsed || !file->parsed->module) return false;
+  for (const frontend::ast::stmt* s : file->parsed->module->body) {
+    const auto* cls = frontend::ast::as<frontend::ast::ClassDef>(s);
+    if (!cls) continue;
+    for (const frontend::ast::stmt* m : cls->body)
+      if (const auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(m); fn && std::string_view(fn->name) == name)
+        return true;
+  }
+  return false;
+}
+
+// RULE["match"]["opaque_calls"]: a matched method call the model's own file
+// defines is code the analysis sees, not an opaque object.
+bool calls_own_method(const Pattern& p, const FunctionDataflow& target, const std::vector<int>& op_map) {
+  if (!p.options.opaque_calls) return false;
+  for (size_t i = 0; i < op_map.size() && i < p.graph.ops.size(); ++i)
+    if (p.graph.ops[i].cls == model::OpClass::Call && op_map[i] >= 0 &&
+        file_defines_method(target.file, target.ops[static_cast<size_t>(op_map[i])].name))
+      return true;
+  return false;
+}
+
+// RULE["match"]["contains"]: a match of a named rule whose ops all lie in a
+// match of the containing rule is a part of that chain, not a chain.
+void drop_contained_parts(std::vector<Match>& matches) {
+  std::vector<bool> part(matches.size(), false);
+  for (const Match& whole : matches) {
+    const std::set<std::string>& contains = whole.pattern->options.contains;
+    if (contains.empty()) continue;
+    for (size_t i = 0; i < matches.size(); ++i) {
+      const Match& m = matches[i];
+      if (&m == &whole || !contains.count(rule_id(*m.pattern))) continue;
+      if (std::includes(whole.ops.begin(), whole.ops.end(), m.ops.begin(), m.ops.end())) part[i] = true;
+    }
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < matches.size(); ++i) {
+    if (part[i]) continue;
+    if (kept != i) matches[kept] = std::move(matches[i]);
+    ++kept;
+  }
+  matches.resize(kept);
+}
+
+}  // namespace
+
 MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionDataflow& target, const MatchOptions& options) {
   MatchResult result;
   TargetIndex index(target);
@@ -241,12 +292,12 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
         }
       }
       if (!a.ok) {
-        if (p.steps > 0 && a.matched >= options.near_miss_min_share * p.steps) {
+        if (p.near_miss_steps > 0 && a.matched >= options.near_miss_min_share * p.near_miss_steps) {
           NearMissTrace n;
           n.pattern = &p;
           n.anchor_op = cand;
           n.matched_steps = a.matched;
-          n.pattern_steps = p.steps;
+          n.pattern_steps = p.near_miss_steps;
           n.finding = a.reason;
           n.reason = explained(p, a.reason);
           n.trace = a.trace;
@@ -260,6 +311,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
         }
         continue;
       }
+      if (calls_own_method(p, target, a.op_map)) continue;
       Match m;
       m.pattern = &p;
       m.target = &target;
@@ -315,6 +367,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     });
     if (!clash) result.matches.push_back(std::move(m));
   }
+  drop_contained_parts(result.matches);
   std::sort(result.matches.begin(), result.matches.end(), [](const Match& a, const Match& b) {
     return std::make_pair(a.ops.front(), rule_id(*a.pattern)) < std::make_pair(b.ops.front(), rule_id(*b.pattern));
   });

@@ -86,6 +86,11 @@ bool is_layout_view(std::string_view op) {
   return ops.count(op) > 0;
 }
 
+bool same_view_op(std::string_view a, std::string_view b) {
+  auto reshaping = [](std::string_view op) { return op == "view" || op == "reshape"; };
+  return a == b || (reshaping(a) && reshaping(b));
+}
+
 bool is_inference_identity(std::string_view op) {
   static const std::set<std::string, std::less<>> ops = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
                                                          "feature_alpha_dropout"};

@@ -22,6 +22,9 @@ bool is_commutative(std::string_view op);
 // model may insert them anywhere; the matcher skips them unless the pattern
 // asks for one.
 bool is_layout_view(std::string_view op);
+// `x.view(shape)` and `x.reshape(shape)` compute the same values (reshape
+// only also accepts non-contiguous input): one pattern step for either.
+bool same_view_op(std::string_view a, std::string_view b);
 
 // dropout and its variants: the identity at inference, which is all a fused
 // inference kernel replaces, so the matcher passes them like casts.

@@ -20,6 +20,10 @@ struct Pattern {
   std::vector<int> anchors;             // value ids returned (several for a tuple return)
   RuleMatchOptions options;             // from RULE["match"]
   int steps = 0;                        // ops a match must cover (casts, inputs and constants not counted)
+  // The share a near-miss is measured against: `steps`, or with
+  // partial_returns the steps of the first returned value alone (q's RoPE
+  // failing on its own is as far as a one-tensor model can get).
+  int near_miss_steps = 0;
 };
 
 // One pattern per `search*` function of the rule, in file order. Throws
