@@ -49,6 +49,20 @@ def _shape(spec, sizes):
     return [int(resolve_size(v, sizes)) for v in spec.get("shape", [])]
 
 
+class ConcatCache:
+    """Stand-in for a cache object whose class lies outside the analysed files
+    (HF DynamicCache): `update` appends along the sequence and returns all keys
+    and values of the layer."""
+
+    def __init__(self, past_keys, past_values):
+        self.key_cache, self.value_cache = [past_keys], [past_values]
+
+    def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
+        self.key_cache[layer_idx] = torch.cat([self.key_cache[layer_idx], key_states], dim=-2)
+        self.value_cache[layer_idx] = torch.cat([self.value_cache[layer_idx], value_states], dim=-2)
+        return self.key_cache[layer_idx], self.value_cache[layer_idx]
+
+
 def _make(spec, sizes, act_dtype, gen):
     kind = spec.get("dtype", "act")
     if kind == "param":
@@ -57,6 +71,8 @@ def _make(spec, sizes, act_dtype, gen):
     shape = _shape(spec, sizes)
     init = spec.get("init", "randint" if not dtype.is_floating_point and dtype != torch.bool
                     else "randn")
+    if init == "concat_cache":  # a cache object holding one layer's past keys and values of `shape`
+        return ConcatCache(torch.randn(shape, generator=gen).to(dtype), torch.randn(shape, generator=gen).to(dtype))
     if init == "randn":
         t = torch.randn(shape, generator=gen) * spec.get("scale", 1.0)
     elif init == "uniform":
@@ -123,4 +139,10 @@ def build_inputs(rule, act_dtype=torch.float32, seed=0):
 
 def clone_inputs(inputs):
     """Fresh copies so that in-place replacements (cache writes) never leak between runs."""
-    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
+    def fresh(v):
+        if isinstance(v, torch.Tensor):
+            return v.clone()
+        if isinstance(v, ConcatCache):
+            return ConcatCache(v.key_cache[0].clone(), v.value_cache[0].clone())
+        return v
+    return {k: fresh(v) for k, v in inputs.items()}

@@ -143,6 +143,19 @@ def search(query, key, value, attention_mask, sinks, scaling, n_rep):
     return torch.matmul(probs[..., :-1], value_states)
 
 
+def search_amax(query, key, value, attention_mask, sinks, scaling, n_rep):
+    # The row maximum taken with amax, the sink column expanded to width 1 and the
+    # sink probability dropped right after the softmax.
+    key_states = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    value_states = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling + attention_mask
+    sink_col = sinks.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], 1)
+    with_sink = torch.cat([logits, sink_col], dim=-1)
+    with_sink = with_sink - with_sink.amax(dim=-1, keepdim=True)
+    probs = torch.softmax(with_sink.float(), dim=-1).to(query.dtype)[..., :-1]
+    return torch.matmul(probs, value_states)
+
+
 def search_logsumexp(query, key, value, attention_mask, sinks, scaling, n_rep):
     k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
     v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
