@@ -12,7 +12,7 @@ CheckResult harness_result(bool passed, double max_abs) {
             {"cut", "function RMSNorm.forward (original file vs patched file)"},
             {"performance", {{"kind", "estimate"},
                              {"stages", {{{"stage", "decode"}, {"unfused_us_per_token", 64.1},
-                                          {"fused_us_per_token", 8.0}, {"saving_percent", 87.5}}}}}}}};
+                                          {"fused_us_per_token", 8.0}, {"saving_percent", 87.5}}}}}}};
   return r;
 }
 
