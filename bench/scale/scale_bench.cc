@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "scan/tree_scan.h"
+#include "scan/work_queue.h"
 #include "synthetic_tree.h"
 
 namespace {

@@ -2,6 +2,7 @@
 // exit codes, summary, per-model plans and the absence of a progress bar.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "scan_test_support.h"
