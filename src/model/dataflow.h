@@ -103,6 +103,9 @@ class SubmoduleLookup {
   // A config field by key, for keys of dispatch tables (`self.config._attn_implementation`);
   // null when absent or when no config is loaded.
   virtual const nlohmann::json* config_field(std::string_view key) const { return nullptr; }
+  // Whether `self.<attribute>` is an nn.Parameter (or buffer) of the class: inside a
+  // module-list element such a read is one slice of the experts' stacked tensor.
+  virtual bool is_parameter(const ClassDecl& owner, std::string_view attribute) const { return false; }
 };
 
 // A class's forward with own methods, module-level helpers and local

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "model/ast_walk.h"
 #include "model/dataflow.h"
 #include "model/dispatch_table.h"
 #include "model/forward_census.h"
+#include "model/loss_helpers.h"
 #include "model/op_names.h"
 
 namespace npufuse::model {
@@ -372,9 +374,15 @@ class Builder {
       }
       std::vector<Callee> alts;
       if (ia != a.end())
-        for (Callee c : ia->second) alts.push_back({c.fn, c.text, c.why_unresolved, join_guard(cond_a, c.guard)});
+        for (Callee c : ia->second) {
+          c.guard = join_guard(cond_a, c.guard);  // the submodule it holds is kept too
+          alts.push_back(std::move(c));
+        }
       if (ib != b.end())
-        for (Callee c : ib->second) alts.push_back({c.fn, c.text, c.why_unresolved, join_guard(cond_b, c.guard)});
+        for (Callee c : ib->second) {
+          c.guard = join_guard(cond_b, c.guard);  // the submodule it holds is kept too
+          alts.push_back(std::move(c));
+        }
       result[n] = std::move(alts);
     }
     callees_ = std::move(result);
@@ -388,6 +396,7 @@ class Builder {
     std::vector<int> results;
     for (const Callee& alt : alts) {
       if (!alt.guard.empty()) conditions_.push_back(alt.guard);
+      if (alt.suffix == "[]") note_element_index(alt.submodule, callee_value);
       int v = alt.submodule.empty() ? -1 : submodule_call(alt.submodule, alt.suffix, ins, labels, c);
       if (v >= 0) {
         results.push_back(v);
@@ -543,8 +552,10 @@ class Builder {
 
   int attribute(const ast::Attribute* a) {
     std::string attr(a->attr);
-    if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self")
+    if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self") {
+      if (cls_ && lookup_ && lookup_->is_parameter(*cls_, attr)) return parameter_read(self_path_ + "." + attr, a);
       return emit_value(self_path_ + "." + attr, OpClass::Attribute, {}, {}, a);
+    }
     if (auto* n = ast::as<ast::Name>(a->value)) {
       auto bound = env_.find(std::string(n->id));
       if (bound != env_.end())
@@ -614,6 +625,7 @@ class Builder {
       if (base && base->id == "self") {
         int index = expr(s->slice);
         arguments(c, ins, labels);
+        element_index_[self_path_ + "." + std::string(a->attr) + "[]"] = index;
         if (int v = submodule_call(std::string(a->attr), "[]", ins, labels, c); v >= 0) return v;
         ins.insert(ins.begin(), index);
         labels.insert(labels.begin(), "index=");
@@ -647,7 +659,7 @@ class Builder {
       }
       arguments(c, ins, labels);
       if (const FunctionDecl* helper = sources_.find_function(id)) {
-        if (lookup_ && can_inline(helper->node)) return inline_function(*helper->node, *helper->file, ins, labels, self_path_, cls_, c);
+        if (lookup_ && can_inline(helper->node) && !training_only(id)) return inline_function(*helper->node, *helper->file, ins, labels, self_path_, cls_, c);
         return emit_value("call:" + id, OpClass::Call, ins, labels, c);
       }
       if (sources_.find_class(id)) return emit_value("new:" + id, OpClass::Call, ins, labels, c);
@@ -658,6 +670,34 @@ class Builder {
     labels.push_back("callee=");
     arguments(c, ins, labels);
     return emit_value("call:?", OpClass::Call, ins, labels, c);
+  }
+
+  // `expert = self.experts[i]; expert(x)`: the index the held element was picked by.
+  void note_element_index(const std::string& attr, int held) {
+    if (held < 0) return;
+    const DataflowOp& p = g_.producer_of(held);
+    if (p.name == "getitem" && p.inputs.size() == 2) element_index_[self_path_ + "." + attr + "[]"] = p.inputs[1];
+  }
+
+  // A parameter read. Inside the forward of a module-list element picked by
+  // an index (`self.experts[i](x)`), the element's weight is the i-th slice of
+  // the experts' weights stacked: it is written `getitem(<path>, i)`, the form
+  // a stacked-weight chain (`w_gate[e]`) is written in, so both spellings of
+  // an expert loop are one dataflow.
+  int parameter_read(const std::string& path, const ast::Node* at) {
+    int v = emit_value(path, OpClass::Attribute, {}, {}, at);
+    size_t cut = path.rfind("[]");
+    if (cut == std::string::npos) return v;
+    auto it = element_index_.find(path.substr(0, cut + 2));
+    if (it == element_index_.end()) return v;
+    return emit_value("getitem", OpClass::Slice, {v, it->second}, {}, at);
+  }
+
+  // An auxiliary-loss helper stays one opaque call: an inference run never
+  // executes it, so its ops are no chain of the forward (loss_helpers.h).
+  bool training_only(const std::string& helper) {
+    if (!training_helpers_) training_helpers_ = training_only_helpers(sources_);
+    return training_helpers_->count(helper) > 0;
   }
 
   bool can_inline(const ast::FunctionDef* fn) const {
@@ -700,7 +740,7 @@ class Builder {
     std::vector<std::string> arg_labels = labels;
     bool weighted = it->second == "linear" || it->second == "embedding" || it->second == "layer_norm" || it->second == "rms_norm";
     if (weighted) {
-      args.push_back(emit_value(path + ".weight", OpClass::Attribute, {}, {}, c));
+      args.push_back(parameter_read(path + ".weight", c));
       arg_labels.push_back("weight=");
     }
     return emit_value(it->second, OpClass::Compute, args, arg_labels, c);
@@ -811,6 +851,8 @@ class Builder {
   std::map<std::string, int> env_;
   CalleeEnv callees_;                    // locals that hold functions
   std::map<int, std::string> self_values_;  // values that are a module (`self` passed on), with its path
+  std::map<std::string, int> element_index_;
+  std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call  // "self.experts[]" -> the value its element was picked by
   std::vector<std::string> conditions_;
 };
 

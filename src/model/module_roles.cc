@@ -287,6 +287,14 @@ const ModuleCtor* RoleTableSubmodules::find(const ClassDecl& owner, std::string_
   return first;
 }
 
+bool RoleTableSubmodules::is_parameter(const ClassDecl& owner, std::string_view attribute) const {
+  const ClassInstance* inst = roles_.standalone(owner.node->name);
+  if (!inst) return false;
+  for (const Attribute& a : inst->attributes)
+    if (a.name == attribute && (a.kind == AttributeKind::Parameter || a.kind == AttributeKind::Buffer)) return true;
+  return false;
+}
+
 std::string RoleTableSubmodules::callable_op(const ClassDecl& owner, std::string_view attribute) const {
   const ClassInstance* inst = roles_.standalone(owner.node->name);
   if (!inst) return {};

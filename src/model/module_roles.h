@@ -61,6 +61,7 @@ class RoleTableSubmodules : public SubmoduleLookup {
   const ModuleCtor* find(const ClassDecl& owner, std::string_view attribute) const override;
   std::string callable_op(const ClassDecl& owner, std::string_view attribute) const override;
   const nlohmann::json* config_field(std::string_view key) const override;
+  bool is_parameter(const ClassDecl& owner, std::string_view attribute) const override;
 
  private:
   const RoleTable& roles_;

@@ -1,5 +1,9 @@
 #include "plan/model_matches.h"
 
+#include <set>
+
+#include "model/loss_helpers.h"
+
 namespace npufuse::plan {
 namespace {
 
@@ -45,10 +49,12 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     }
   // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
   // are matched on their own too: a chain may live entirely in one.
+  // Auxiliary-loss helpers are skipped: no inference run reaches them.
+  const std::set<std::string> training_only = model::training_only_helpers(sources);
   for (const auto& file : sources.files()) {
     for (const model::ast::stmt* s : file->parsed->module->body) {
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
-      if (!fn) continue;
+      if (!fn || training_only.count(std::string(fn->name))) continue;
       run_on(out, model::build_dataflow(sources, *file, *fn), std::string(fn->name), "");
     }
   }
