@@ -1,0 +1,110 @@
+// Golden plans of the MoE/MLA test models, one per deployment (TP only or
+// EP, A2 or A3, prefill or decode), in tests/plan/golden/<model>.<setup>.json,
+// plus the negative properties no golden may lose: a softmax-scored router
+// never gets the sigmoid gate operator, and a clamped SwiGLU never npu_swiglu.
+// NPUFUSE_UPDATE_GOLDENS=1 rewrites the goldens (read the diff before committing).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support/cli_golden.h"
+
+namespace {
+
+struct Deployment {
+  const char* model;
+  const char* name;   // golden file suffix
+  const char* flags;  // deployment flags, or --deploy with a file under tests/plan/data/
+};
+
+const Deployment kSetups[] = {
+    {"deepseek_v3_like", "tp8_a3_prefill", "--tp 8 --chip A3 --stage prefill"},
+    {"deepseek_v3_like", "tp8_a2_decode", "--tp 8 --chip A2 --stage decode"},
+    {"deepseek_v3_like", "ep16_a2_decode", "--deploy tests/plan/data/deepseek_ep16_a2_decode.toml"},
+    {"deepseek_v3_like", "ep8_a2_decode", "--deploy tests/plan/data/deepseek_ep8_a2_decode.toml"},
+    {"deepseek_v3_like", "ep16_a3_prefill", "--deploy tests/plan/data/deepseek_ep16_a3_prefill.toml"},
+    {"deepseek_v32_like", "tp8_a3_decode", "--tp 8 --chip A3 --stage decode"},
+    {"deepseek_v32_like", "ep16_a3_decode", "--tp 8 --ep 16 --chip A3 --stage decode"},
+    {"qwen3_moe_like", "tp4_a2_prefill", "--tp 4 --chip A2 --stage prefill"},
+    {"qwen3_moe_like", "ep4_a2_decode", "--tp 4 --ep 4 --chip A2 --stage decode"},
+    {"qwen3_moe_like", "ep8_a3_prefill", "--tp 8 --ep 8 --chip A3 --stage prefill"},
+    {"gpt_oss_like", "tp2_a3_decode", "--tp 2 --chip A3 --stage decode"},
+    {"gpt_oss_like", "ep4_a3_prefill", "--tp 4 --ep 4 --chip A3 --stage prefill"},
+};
+
+std::string plan_json(const Deployment& s) {
+  const std::string dir = std::string("tests/models/") + s.model;
+  std::string args = dir + "/model.py --config " + dir + "/config.json " + s.flags + " --format json";
+  std::string run = npufuse::testing::run_cli_case("analyze", args, "", std::string("plan_") + s.model + "_" + s.name);
+  size_t out_begin = run.find("--- stdout\n") + 11;
+  size_t out_end = run.find("--- stderr\n", out_begin);
+  EXPECT_NE(run.find("--- exit 0\n"), std::string::npos) << run;
+  return run.substr(out_begin, out_end - out_begin);
+}
+
+// The plan with what varies between identical analyses removed.
+std::string stable_plan(const std::string& json_text) {
+  nlohmann::ordered_json plan = nlohmann::ordered_json::parse(json_text);
+  plan.erase("tool_version");
+  for (auto& file : plan["files"]) file.erase("sha256");
+  return plan.dump(2) + "\n";
+}
+
+// Every API a candidate or an alternative offers (statuses `candidate` and
+// `candidate_with_prerequisites`; a `not_applicable` entry is a refusal).
+void offered_apis(const nlohmann::json& candidate, std::vector<std::string>& out) {
+  std::string status = candidate.value("status", "");
+  if (status == "candidate" || status == "candidate_with_prerequisites")
+    for (const auto& a : candidate.value("apis", nlohmann::json::array())) out.push_back(a.get<std::string>());
+  for (const auto& alt : candidate.value("alternatives", nlohmann::json::array())) offered_apis(alt, out);
+}
+
+bool proposes(const std::string& json_text, const std::string& api) {
+  nlohmann::json plan = nlohmann::json::parse(json_text);
+  std::vector<std::string> apis;
+  for (const auto& c : plan["candidates"]) offered_apis(c, apis);
+  return std::find(apis.begin(), apis.end(), api) != apis.end();
+}
+
+class MoeGoldenPlanTest : public ::testing::TestWithParam<Deployment> {};
+
+TEST_P(MoeGoldenPlanTest, MatchesGolden) {
+  const Deployment& s = GetParam();
+  const std::string golden = std::string(NPUFUSE_SOURCE_DIR) + "/tests/plan/golden/" + s.model + "." + s.name + ".json";
+  if (!std::filesystem::exists(golden) && !std::getenv("NPUFUSE_UPDATE_GOLDENS"))
+    GTEST_SKIP() << "no golden recorded yet for " << s.model << " " << s.name
+                 << ": NPUFUSE_UPDATE_GOLDENS=1 plan_tests --gtest_filter='MoeModels*' records it (read it first)";
+  npufuse::testing::expect_golden(golden, stable_plan(plan_json(s)));
+}
+
+INSTANTIATE_TEST_SUITE_P(MoeModels, MoeGoldenPlanTest, ::testing::ValuesIn(kSetups),
+                         [](const ::testing::TestParamInfo<Deployment>& info) {
+                           return std::string(info.param.model) + "_" + info.param.name;
+                         });
+
+// qwen3_moe_like scores its router with a softmax: the sigmoid/group gate
+// operator (npu_moe_gating_top_k) would compute other weights.
+TEST(MoeNegativePlan, SoftmaxRouterNeverGetsSigmoidGate) {
+  for (const Deployment& s : kSetups) {
+    if (std::string(s.model) != "qwen3_moe_like") continue;
+    std::string plan = plan_json(s);
+    EXPECT_TRUE(proposes(plan, "npu_moe_gating_top_k_softmax")) << s.name;
+    EXPECT_FALSE(proposes(plan, "npu_moe_gating_top_k")) << s.name;
+  }
+}
+
+// gpt_oss_like clamps gate and up and offsets up by one: npu_swiglu would
+// change the numbers, so no candidate may propose it.
+TEST(MoeNegativePlan, ClampedSwigluNeverGetsNpuSwiglu) {
+  for (const Deployment& s : kSetups) {
+    if (std::string(s.model) != "gpt_oss_like") continue;
+    EXPECT_FALSE(proposes(plan_json(s), "npu_swiglu")) << s.name;
+  }
+}
+
+}  // namespace
