@@ -60,14 +60,18 @@ add_test(NAME compare_ports
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/ports/compare_ports_test.py
                  --npufuse $<TARGET_FILE:npufuse>)
 
-# `npufuse apply` on the llama-like test model: the patched copy parses, the
-# diff passes `git apply --check`, and with the CPU stand-in torch_npu the
-# patched model computes the original's logits (a deliberately wrong operator
-# must be caught). The seed of `apply --verify`.
-add_test(NAME apply_patched_model
-         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
-                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
-set_tests_properties(apply_patched_model PROPERTIES TIMEOUT 300)
+# `npufuse apply` on each test model: apply prints exactly the applied
+# candidates and manual steps of tests/apply/expected/<model>.json, the patched
+# copy parses, the diff passes `git apply --check`, and with the CPU stand-in
+# torch_npu the patched model computes the original's logits (each operator
+# the patch calls, made wrong in turn, must be caught).
+foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style llama_like qwen3_like
+               qwen3_moe_like vllm_style)
+  add_test(NAME apply_patched_model_${_model}
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
+                   --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --model ${_model})
+  set_tests_properties(apply_patched_model_${_model} PROPERTIES TIMEOUT 300)
+endforeach()
 
 # The HTML report in headless Chromium: cards, pictures and filters checked in
 # the DOM against the JSON plan, planted markup stays text, screenshots kept

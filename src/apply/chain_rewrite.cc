@@ -7,8 +7,11 @@
 #include <set>
 #include <variant>
 
+#include "apply/chain_block.h"
+#include "apply/module_buffer.h"
 #include "apply/replacement.h"
 #include "apply/source_functions.h"
+#include "frontend/parser.h"
 #include "model/ast_walk.h"
 
 namespace npufuse::apply {
@@ -30,19 +33,37 @@ struct Refused {
   std::string where;
 };
 
-bool is_compound(const ast::stmt* s) {
-  return !(ast::as<ast::Assign>(s) || ast::as<ast::AnnAssign>(s) || ast::as<ast::AugAssign>(s) || ast::as<ast::Return>(s) ||
-           ast::as<ast::Expr>(s));
-}
+struct Rewritten {
+  Edit edit;
+  std::vector<Edit> buffers;
+};
 
-// Names a run of statements binds, and names some code reads.
-std::set<std::string> names_in(const ast::Node* n, ast::expr_context ctx) {
+// Names some code binds or reads; subtrees for which `skip` says yes are not
+// looked into.
+std::set<std::string> names_in(const ast::Node* n, ast::expr_context ctx,
+                               const std::function<bool(const ast::Node*)>& skip = nullptr) {
   std::set<std::string> out;
   model::walk(n, [&](const ast::Node* x) {
+    if (skip && skip(x)) return false;
     if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ctx) out.insert(std::string(name->id));
     return true;
   });
   return out;
+}
+
+// The first read of `wanted` names in `n` at or after byte `from`, as
+// (name, line); empty name when none.
+std::pair<std::string, int> first_read(const model::ModelFile& file, const ast::Node* n, uint32_t from, uint32_t to,
+                                       const std::set<std::string>& wanted) {
+  std::pair<std::string, int> found;
+  model::walk(n, [&](const ast::Node* x) {
+    if (!found.first.empty() || x->end <= from || x->begin >= to) return false;
+    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load && x->begin >= from &&
+                                            wanted.count(std::string(name->id)))
+      found = {std::string(name->id), line_of(file, x->begin)};
+    return true;
+  });
+  return found;
 }
 
 bool calls(const ast::Node* n, std::string_view callee) {
@@ -55,6 +76,333 @@ bool calls(const ast::Node* n, std::string_view callee) {
     return !found;
   });
   return found;
+}
+
+// `self.X(...)` calls in `n`: the attribute names X.
+std::set<std::string> submodule_calls(const ast::Node* n) {
+  std::set<std::string> out;
+  model::walk(n, [&](const ast::Node* x) {
+    if (auto* call = ast::as<ast::Call>(x))
+      if (auto* attr = ast::as<ast::Attribute>(call->func))
+        if (auto* base = ast::as<ast::Name>(attr->value); base && base->id == "self") out.insert(std::string(attr->attr));
+    return true;
+  });
+  return out;
+}
+
+// Whether `owner`'s __init__ makes `self.<attribute>` an instance of `cls`:
+// then `self.<attribute>(...)` runs cls.forward.
+bool submodule_of_class(const model::SourceSet& sources, const std::string& owner, const std::string& attribute,
+                        const std::string& cls) {
+  std::optional<FunctionAt> init = function_named(sources, owner + ".__init__");
+  if (!init) return false;
+  bool found = false;
+  model::walk(init->fn, [&](const ast::Node* x) {
+    auto* assign = ast::as<ast::Assign>(x);
+    if (!assign || assign->targets.size != 1) return !found;
+    auto* target = ast::as<ast::Attribute>(assign->targets[0]);
+    auto* call = ast::as<ast::Call>(assign->value);
+    auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
+    if (target && target->attr == attribute && callee && callee->id == cls) found = true;
+    return !found;
+  });
+  return found;
+}
+
+// Whether the statements call `helper` ("rotate_half", or "Norm.forward"
+// reached through a submodule of the function's class).
+bool run_calls(const std::vector<const ast::stmt*>& run, const FunctionAt& fn, const std::string& helper,
+               const model::SourceSet& sources) {
+  size_t dot = helper.rfind('.');
+  std::string name = dot == std::string::npos ? helper : helper.substr(dot + 1);
+  for (const ast::stmt* s : run) {
+    if (name != "forward" && calls(s, name)) return true;
+    if (name == "forward" && fn.is_method) {
+      std::string owner = fn.qualified.substr(0, fn.qualified.rfind('.'));
+      std::string cls = helper.substr(0, dot);
+      for (const std::string& attribute : submodule_calls(s))
+        if (submodule_of_class(sources, owner, attribute, cls)) return true;
+    }
+  }
+  return false;
+}
+
+// A result produced inside a helper the matched function calls (the norm
+// module's forward, for add_rms_norm matched in the decoder layer) stands,
+// for the rewrite, for the matched function's call of that helper: the one
+// `NAME = call(...)` that binds the result's name and reaches the helper.
+// Results it cannot place so stay where they were produced.
+std::vector<Range> results_in_caller(const plan::Candidate& c, const model::SourceSet& sources) {
+  std::vector<Range> out = c.apply_outputs;
+  std::optional<FunctionAt> caller = function_named(sources, c.apply_function);
+  if (!caller) return out;
+  for (size_t i = 0; i < out.size() && i < c.apply_output_names.size(); ++i) {
+    const std::string& name = c.apply_output_names[i];
+    if (name.empty() || (out[i].file == caller->file->path && holds(caller->fn, out[i]))) continue;
+    const model::ModelFile* file = file_named(sources, out[i].file);
+    std::optional<FunctionAt> helper = file ? function_around(*file, out[i].begin, out[i].end) : std::nullopt;
+    if (!helper) continue;
+    std::vector<const ast::expr*> calls_found;
+    model::walk(caller->fn, [&](const ast::Node* x) {
+      auto* assign = ast::as<ast::Assign>(x);
+      if (!assign || assign->targets.size != 1 || !ast::as<ast::Call>(assign->value)) return true;
+      auto* target = ast::as<ast::Name>(assign->targets[0]);
+      if (target && target->id == name && run_calls({assign}, *caller, helper->qualified, sources))
+        calls_found.push_back(assign->value);
+      return true;
+    });
+    if (calls_found.size() == 1)
+      out[i] = Range{caller->file->path, calls_found.front()->begin, calls_found.front()->end};
+  }
+  return out;
+}
+
+std::string fresh(const std::string& base, std::set<std::string>& taken) {
+  std::string name = base;
+  for (int n = 2; taken.count(name); ++n) name = fmt::format("{}{}", base, n);
+  taken.insert(name);
+  return name;
+}
+
+// The name `s` binds `value` to, when `s` is `NAME = value` or one element
+// of `A, B = x, y`; empty otherwise.
+std::string bound_name(const ast::stmt* s, const Range& value) {
+  auto same = [&](const ast::expr* e) { return e && e->begin == value.begin && e->end == value.end; };
+  const ast::expr* target = nullptr;
+  const ast::expr* rhs = nullptr;
+  if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1) target = a->targets[0], rhs = a->value;
+  if (auto* a = ast::as<ast::AnnAssign>(s)) target = a->target, rhs = a->value;
+  if (!target) return "";
+  if (same(rhs))
+    if (auto* name = ast::as<ast::Name>(target)) return std::string(name->id);
+  auto* targets = ast::as<ast::Tuple>(target);
+  auto* values = ast::as<ast::Tuple>(rhs);
+  if (!targets || !values || targets->elts.size != values->elts.size) return "";
+  for (size_t i = 0; i < values->elts.size; ++i)
+    if (same(values->elts[i]))
+      if (auto* name = ast::as<ast::Name>(targets->elts[i])) return std::string(name->id);
+  return "";
+}
+
+// A statement of the run that stays, with the chain's results inside it
+// replaced by the names the replacement assigns.
+struct KeptStatement {
+  std::vector<std::pair<Range, std::string>> results;  // range in the statement -> name
+};
+
+std::string kept_text(const model::ModelFile& file, const ast::stmt* s, const KeptStatement& kept) {
+  std::vector<std::pair<Range, std::string>> results = kept.results;
+  std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+  std::string_view text = file.parsed->source.text();
+  std::string out;
+  uint32_t at = s->begin;
+  for (const auto& [range, name] : results) {
+    out.append(text.substr(at, range.begin - at));
+    out += name;
+    at = range.end;
+  }
+  out.append(text.substr(at, s->end - at));
+  return out;
+}
+
+std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
+  std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);
+  if (!rule.replace || !rule.file) return Refused{fmt::format("rule {} has no replace function", rule.id), here};
+  if (c.apply_outputs.empty() || c.apply_outputs.front().file.empty())
+    return Refused{"the chain's results were not located in the source", here};
+  if (!c.escapes.empty())
+    return Refused{fmt::format("an intermediate escapes the chain: {}", fmt::join(c.escapes, "; ")), here};
+
+  std::vector<Range> outputs = results_in_caller(c, sources);
+  const model::ModelFile* file = file_named(sources, outputs.front().file);
+  if (!file) return Refused{"the chain's file is not among the loaded sources", here};
+  const Range& first_out = outputs.front();
+  std::optional<FunctionAt> fn = function_around(*file, first_out.begin, first_out.end);
+  if (!fn) return Refused{"the chain's result is computed outside any function", here};
+  here = fmt::format("{}:{}", file->path, line_of(*file, first_out.begin));
+  for (const Range& out : outputs)
+    if (out.file != file->path || !holds(fn->fn, out))
+      return Refused{fmt::format("the chain's results are computed in different functions ({} and elsewhere)", fn->qualified),
+                     here};
+
+  // The chain's ops in fn (with its results) and the helpers holding the
+  // others; the helpers must be called by the rewritten statements.
+  std::vector<std::pair<uint32_t, uint32_t>> local;
+  std::set<std::string> helpers;
+  for (const Range& op : c.apply_ops) {
+    if (op.file == file->path && holds(fn->fn, op) && op.begin >= fn->fn->body[0]->begin) {
+      local.emplace_back(op.begin, op.end);
+      continue;
+    }
+    const model::ModelFile* other = file_named(sources, op.file);
+    std::optional<FunctionAt> helper = other ? function_around(*other, op.begin, op.end) : std::nullopt;
+    if (!helper)
+      return Refused{fmt::format("an op of the chain lies outside any function ({}:{})", op.file,
+                                 other ? line_of(*other, op.begin) : 0), here};
+    helpers.insert(helper->qualified);
+  }
+  for (const Range& out : outputs) local.emplace_back(out.begin, out.end);
+
+  // The run of statements of the innermost block that holds them.
+  ChainBlock block = innermost_block(*fn->fn, local);
+  const std::vector<const ast::stmt*>& list = block.statements;
+  size_t first = list.size(), last = 0;
+  std::vector<bool> touched(list.size(), false);
+  for (const auto& [begin, end] : local)
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!(list[i]->begin <= begin && end <= list[i]->end)) continue;
+      if (std::string kind = compound_kind(list[i]); !kind.empty())
+        return Refused{fmt::format("the chain's ops lie in the header and body, or in several clauses, of the {} "
+                                   "statement at {}:{}; edit it by hand", kind, file->path, list[i]->lineno), here};
+      touched[i] = true;
+      first = std::min(first, i);
+      last = std::max(last, i);
+    }
+  if (first == list.size()) return Refused{fmt::format("no op of the chain lies in {}", fn->qualified), here};
+  for (size_t i = first; i <= last; ++i)
+    if (!touched[i])
+      return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
+                                 list[i]->lineno), here};
+  std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
+  for (const std::string& h : helpers)
+    if (!run_calls(run, *fn, h, sources))
+      return Refused{fmt::format("the chain spans {} and {}, which those statements do not call", fn->qualified, h), here};
+
+  ReplacementRequest request;
+  request.replace = rule.replace;
+  request.rule_source = &rule.file->parsed->source;
+  request.taken_names = names_in(fn->fn, ast::expr_context::Load);
+  for (const std::string& s : names_in(fn->fn, ast::expr_context::Store)) request.taken_names.insert(s);
+  for (const ast::arg* a : fn->fn->args->args) request.taken_names.insert(std::string(a->arg));
+
+  // Where each result goes: the run's last statement returns exactly the
+  // results; or a statement of the run binds it to a name (that statement
+  // goes, the replacement assigns the name); or it is part of a larger
+  // expression (that statement stays, reading the name the replacement
+  // assigns).
+  const ast::Return* ret = ast::as<ast::Return>(run.back());
+  bool returned = false;
+  if (ret && ret->value) {
+    std::vector<const ast::expr*> values;
+    if (auto* t = ast::as<ast::Tuple>(ret->value)) values.assign(t->elts.begin(), t->elts.end());
+    else values.push_back(ret->value);
+    returned = values.size() == outputs.size();
+    for (size_t i = 0; returned && i < values.size(); ++i)
+      returned = values[i]->begin == outputs[i].begin && values[i]->end == outputs[i].end;
+  }
+  std::map<const ast::stmt*, KeptStatement> kept;
+  if (!returned) {
+    for (const Range& out : outputs) {
+      const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
+      std::string name = bound_name(s, out);
+      if (name.empty()) {
+        name = fresh("npu_result", request.taken_names);
+        kept[s].results.emplace_back(out, name);
+      }
+      request.targets.push_back(name);
+    }
+  }
+  // A kept statement keeps its other code, so it must not hold other ops of
+  // the chain: they would run twice.
+  for (const auto& [s, k] : kept)
+    for (const auto& [begin, end] : local) {
+      bool in_result = std::any_of(k.results.begin(), k.results.end(), [&, b = begin, e = end](const auto& r) {
+        return r.first.begin <= b && e <= r.first.end;
+      });
+      if (s->begin <= begin && end <= s->end && !in_result)
+        return Refused{fmt::format("{}:{} holds both the chain's result and other ops of the chain", file->path,
+                                   line_of(*file, begin)), here};
+    }
+
+  // Names the removed statements bound must not be read afterwards (the
+  // results are assigned again), nor by what kept statements keep.
+  std::set<std::string> gone;
+  for (const ast::stmt* s : run)
+    if (!kept.count(s))
+      for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
+  for (const std::string& t : request.targets) gone.erase(t);
+  for (const auto& [s, k] : kept) {
+    auto inside_result = [&, &k = k](const ast::Node* x) {
+      return std::any_of(k.results.begin(), k.results.end(),
+                         [&](const auto& r) { return r.first.begin <= x->begin && x->end <= r.first.end; });
+    };
+    for (const std::string& read : names_in(s, ast::expr_context::Load, inside_result))
+      if (gone.count(read))
+        return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, s->lineno), here};
+  }
+  // After the run; inside a loop, the next iteration reads the loop's whole body.
+  uint32_t scope_begin = block.loop ? block.loop->begin : run.back()->end;
+  uint32_t scope_end = block.loop ? block.loop->end : fn->fn->end;
+  for (const ast::stmt* s : fn->fn->body) {
+    auto [read, line] = first_read(*file, s, scope_begin, scope_end, gone);
+    bool in_run = !read.empty() && line >= static_cast<int>(run.front()->lineno) &&
+                  line <= line_of(*file, run.back()->end);
+    if (!read.empty() && !in_run)
+      return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, line), here};
+  }
+
+  std::string missing;
+  request.arguments = arguments_in(*fn, c, sources, missing);
+  if (!missing.empty()) return Refused{missing, here};
+  // The replacement runs before the kept statements: a binding must not
+  // read a name one of them assigns.
+  std::set<std::string> assigned_by_kept;
+  for (const auto& [s, k] : kept)
+    for (const std::string& n : names_in(s, ast::expr_context::Store)) assigned_by_kept.insert(n);
+  for (const auto& [param, text] : request.arguments) {
+    if (assigned_by_kept.empty()) break;
+    std::set<std::string> reads;
+    try {
+      reads = names_in(frontend::parse_expression(text, "<binding>")->expr, ast::expr_context::Load);
+    } catch (const std::exception&) {
+      return Refused{fmt::format("{} = {} is not a Python expression", param, text), here};
+    }
+    for (const std::string& n : reads)
+      if (assigned_by_kept.count(n))
+        return Refused{fmt::format("{} = {} reads '{}', which the chain's own statements assign", param, text, n), here};
+  }
+
+  std::string_view text = file->parsed->source.text();
+  uint32_t line_start = file->parsed->source.line_start(run.front()->lineno);
+  request.indent = std::string(text.substr(line_start, run.front()->begin - line_start));
+  if (request.indent.find_first_not_of(" \t") != std::string::npos)
+    return Refused{fmt::format("{}:{} shares its line with other code", file->path, run.front()->lineno), here};
+
+  ModuleBuffers buffers = module_buffers(*fn, sources, constant_locals(*rule.replace, rule.file->parsed->source), c.id);
+  if (!buffers.refusal.empty()) return Refused{buffers.refusal, here};
+  request.module_reads = buffers.reads;
+
+  // A binding the analysis spelt itself (an op's name, not model code)
+  // would be an undefined name in the patched file.
+  std::set<std::string> known;
+  model::walk(file->parsed->module, [&](const ast::Node* x) {
+    if (auto* name = ast::as<ast::Name>(x)) known.insert(std::string(name->id));
+    if (auto* def = ast::as<ast::FunctionDef>(x)) known.insert(std::string(def->name));
+    if (auto* cls = ast::as<ast::ClassDef>(x)) known.insert(std::string(cls->name));
+    return true;
+  });
+  for (const auto& [param, text] : request.arguments) {
+    std::set<std::string> reads;
+    try {
+      reads = names_in(frontend::parse_expression(text, "<binding>")->expr, ast::expr_context::Load);
+    } catch (const std::exception&) {
+      return Refused{fmt::format("{} = {} is not a Python expression", param, text), here};
+    }
+    for (const std::string& n : reads)
+      if (!known.count(n) && !request.taken_names.count(n))
+        return Refused{fmt::format("{} = {} is not model code ('{}' is defined nowhere in {})", param, text, n, file->path),
+                       here};
+  }
+
+  std::string replaced;
+  try {
+    replaced = replacement_text(request);
+  } catch (const std::exception& e) {
+    return Refused{e.what(), here};
+  }
+  for (const ast::stmt* s : run)
+    if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
+  return Rewritten{Edit{file->path, run.front()->begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 
 }  // namespace
@@ -98,119 +446,11 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
   return out;
 }
 
-namespace {
-
-std::variant<Edit, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
-  std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);
-  if (!rule.replace || !rule.file) return Refused{fmt::format("rule {} has no replace function", rule.id), here};
-  if (c.apply_outputs.empty() || c.apply_outputs.front().file.empty())
-    return Refused{"the chain's results were not located in the source", here};
-  if (!c.escapes.empty())
-    return Refused{fmt::format("an intermediate escapes the chain: {}", fmt::join(c.escapes, "; ")), here};
-
-  const model::ModelFile* file = file_named(sources, c.apply_outputs.front().file);
-  if (!file) return Refused{"the chain's file is not among the loaded sources", here};
-  const Range& first_out = c.apply_outputs.front();
-  std::optional<FunctionAt> fn = function_around(*file, first_out.begin, first_out.end);
-  if (!fn) return Refused{"the chain's result is computed outside any function", here};
-  here = fmt::format("{}:{}", file->path, line_of(*file, first_out.begin));
-  for (const Range& out : c.apply_outputs)
-    if (out.file != file->path || !holds(fn->fn, out))
-      return Refused{fmt::format("the chain's results are computed in different functions ({} and elsewhere)", fn->qualified),
-                     here};
-
-  // The statements of fn's body that hold the chain's ops; ops elsewhere
-  // must sit in helpers those statements call.
-  const auto& body = fn->fn->body;
-  size_t first = body.size, last = 0;
-  std::set<std::string> helpers;
-  std::vector<bool> touched(body.size, false);
-  for (const Range& op : c.apply_ops) {
-    bool inside = op.file == file->path && holds(fn->fn, op) && op.begin >= body[0]->begin;
-    if (!inside) {
-      const model::ModelFile* other = file_named(sources, op.file);
-      std::optional<FunctionAt> helper = other ? function_around(*other, op.begin, op.end) : std::nullopt;
-      if (!helper) return Refused{fmt::format("an op of the chain lies outside any function ({}:{})", op.file,
-                                              other ? line_of(*other, op.begin) : 0), here};
-      helpers.insert(std::string(helper->fn->name));
-      continue;
-    }
-    for (size_t i = 0; i < body.size; ++i) {
-      if (!holds(body[i], op)) continue;
-      if (is_compound(body[i]))
-        return Refused{fmt::format("the chain sits inside a compound statement ({}:{}); edit it by hand", file->path,
-                                   body[i]->lineno), here};
-      touched[i] = true;
-      first = std::min(first, i);
-      last = std::max(last, i);
-    }
-  }
-  if (first == body.size) return Refused{fmt::format("no op of the chain lies in {}", fn->qualified), here};
-  for (size_t i = first; i <= last; ++i)
-    if (!touched[i])
-      return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
-                                 body[i]->lineno), here};
-  for (const std::string& h : helpers) {
-    bool called = false;
-    for (size_t i = first; i <= last; ++i) called = called || calls(body[i], h);
-    if (!called) return Refused{fmt::format("the chain spans {} and {}, which those statements do not call", fn->qualified, h), here};
-  }
-
-  // Where the result goes: returned by the last statement, or bound to
-  // names the later code reads.
-  ReplacementRequest request;
-  request.replace = rule.replace;
-  request.rule_source = &rule.file->parsed->source;
-  const ast::Return* ret = ast::as<ast::Return>(body[last]);
-  bool returned = false;
-  if (ret && ret->value) {
-    std::vector<const ast::expr*> values;
-    if (auto* t = ast::as<ast::Tuple>(ret->value)) values.assign(t->elts.begin(), t->elts.end());
-    else values.push_back(ret->value);
-    returned = values.size() == c.apply_outputs.size();
-    for (size_t i = 0; returned && i < values.size(); ++i)
-      returned = values[i]->begin == c.apply_outputs[i].begin && values[i]->end == c.apply_outputs[i].end;
-    if (!returned) return Refused{fmt::format("{}:{} returns more than the chain's result", file->path, ret->lineno), here};
-  }
-  std::set<std::string> bound;
-  for (size_t i = first; i <= last; ++i) {
-    std::set<std::string> s = names_in(body[i], ast::expr_context::Store);
-    bound.insert(s.begin(), s.end());
-  }
-  if (!returned) {
-    for (const std::string& name : c.apply_output_names) {
-      if (name.empty() || !bound.count(name))
-        return Refused{"a result of the chain is not bound to a name the rewrite could assign", here};
-      request.targets.push_back(name);
-    }
-    for (size_t i = last + 1; i < body.size; ++i)
-      for (const std::string& read : names_in(body[i], ast::expr_context::Load))
-        if (bound.count(read) && std::find(request.targets.begin(), request.targets.end(), read) == request.targets.end())
-          return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, body[i]->lineno), here};
-  }
-
-  std::string missing;
-  request.arguments = arguments_in(*fn, c, sources, missing);
-  if (!missing.empty()) return Refused{missing, here};
-  request.taken_names = names_in(fn->fn, ast::expr_context::Load);
-  for (const std::string& s : names_in(fn->fn, ast::expr_context::Store)) request.taken_names.insert(s);
-  for (const ast::arg* a : fn->fn->args->args) request.taken_names.insert(std::string(a->arg));
-  std::string_view text = file->parsed->source.text();
-  uint32_t line_start = file->parsed->source.line_start(body[first]->lineno);
-  request.indent = std::string(text.substr(line_start, body[first]->begin - line_start));
-  if (request.indent.find_first_not_of(" \t") != std::string::npos)
-    return Refused{fmt::format("{}:{} shares its line with other code", file->path, body[first]->lineno), here};
-
-  return Edit{file->path, body[first]->begin, body[last]->end, replacement_text(request), c.id};
-}
-
-}  // namespace
-
 ChainRewrite rewrite_chain(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
   auto result = rewrite(c, sources, rule);
-  if (auto* edit = std::get_if<Edit>(&result)) return ChainRewrite{*edit, "", ""};
+  if (auto* done = std::get_if<Rewritten>(&result)) return ChainRewrite{done->edit, done->buffers, "", ""};
   const Refused& r = std::get<Refused>(result);
-  return ChainRewrite{std::nullopt, r.reason, r.where};
+  return ChainRewrite{std::nullopt, {}, r.reason, r.where};
 }
 
 }  // namespace npufuse::apply

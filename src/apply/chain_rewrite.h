@@ -1,12 +1,16 @@
 #pragma once
 // One candidate's chain turned into one edit: the smallest run of
-// statements of one function that holds the chain's ops is replaced by the
-// rule's `replace` body, bound to the model's expressions. Anything this
+// statements of the innermost block (function body, or an if/for/with/try
+// clause) that holds the chain's ops is replaced by the rule's `replace`
+// body, bound to the model's expressions. A statement that uses a result
+// inside a larger expression stays, reading the name the replacement
+// assigns. Anything this
 // cannot do safely is refused with the reason and the place, so it can be
 // listed as a manual step instead.
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apply/edits.h"
 #include "apply/source_functions.h"
@@ -17,7 +21,9 @@
 namespace npufuse::apply {
 
 struct ChainRewrite {
-  std::optional<Edit> edit;
+  std::optional<Edit> edit;   // the chain's statements replaced
+  std::vector<Edit> buffers;  // register_buffer lines in the class's __init__ (module_buffer.h), when the
+                              // replacement reads a tensor built once
   std::string refusal;  // why there is no edit
   std::string where;    // file:line the refusal is about
 };

@@ -10,6 +10,7 @@
 #include "apply/chain_rewrite.h"
 #include "apply/merge_gate_up.h"
 #include "apply/plan_file.h"
+#include "apply/prerequisite_steps.h"
 #include "apply/torch_npu_import.h"
 #include "catalog/catalog.h"
 #include "model/model_config.h"
@@ -43,12 +44,28 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
 
 namespace {
 
+// Every id --only may name: the candidates and their alternatives.
+std::vector<const plan::Candidate*> choosable(const plan::Plan& plan) {
+  std::vector<const plan::Candidate*> out;
+  for (const plan::Candidate& c : plan.candidates) {
+    out.push_back(&c);
+    for (const plan::Candidate& a : c.alternatives) out.push_back(&a);
+  }
+  return out;
+}
+
+const plan::Candidate* find_id(const plan::Plan& plan, const std::string& id) {
+  for (const plan::Candidate* c : choosable(plan))
+    if (c->id == id) return c;
+  return nullptr;
+}
+
 std::string closest_id(const std::string& id, const plan::Plan& plan) {
   std::string best;
   size_t best_distance = std::string::npos;
-  for (const plan::Candidate& c : plan.candidates) {
-    size_t d = edit_distance(id, c.id);
-    if (d < best_distance) best_distance = d, best = c.id;
+  for (const plan::Candidate* c : choosable(plan)) {
+    size_t d = edit_distance(id, c->id);
+    if (d < best_distance) best_distance = d, best = c->id;
   }
   return best;
 }
@@ -59,32 +76,44 @@ bool applicable(const plan::Candidate& c) {
 
 std::string where_of(const plan::Location& l) { return fmt::format("{}:{}", l.file, l.start_line); }
 
-// The candidates to try, in plan order. An id given with --only that the
-// plan does not hold is an input error.
-std::vector<const plan::Candidate*> chosen(const plan::Plan& recorded, const plan::Plan& fresh,
-                                           const PatchRequest& request, PatchSet& out) {
+// The candidates to try, in plan order, each with the ones to fall back on
+// when it yields no edit: without --only, a candidate's applicable
+// alternatives. An id given with --only that the plan does not hold is an
+// input error. --only may name an alternative: it is tried in its preferred
+// candidate's place (and the preferred one is not, unless it is named too).
+std::vector<std::vector<const plan::Candidate*>> chosen(const plan::Plan& recorded, const plan::Plan& fresh,
+                                                        const PatchRequest& request, PatchSet& out) {
   std::set<std::string> wanted(request.only.begin(), request.only.end());
-  for (const std::string& id : request.only) {
-    bool known = std::any_of(recorded.candidates.begin(), recorded.candidates.end(),
-                             [&](const plan::Candidate& c) { return c.id == id; });
-    if (!known)
+  for (const std::string& id : request.only)
+    if (!find_id(recorded, id))
       throw ApplyError(fmt::format("{}: no candidate '{}' in the plan (did you mean '{}'?)", request.plan_path, id,
                                    closest_id(id, recorded)));
-  }
-  std::vector<const plan::Candidate*> picked;
-  for (const plan::Candidate& c : recorded.candidates) {
-    if (!wanted.empty() && !wanted.count(c.id)) continue;
-    auto it = std::find_if(fresh.candidates.begin(), fresh.candidates.end(),
-                           [&](const plan::Candidate& f) { return f.id == c.id; });
-    if (it == fresh.candidates.end())
+  auto located = [&](const plan::Candidate& c) {
+    const plan::Candidate* again = find_id(fresh, c.id);
+    if (!again)
       throw ApplyError(fmt::format("{}: candidate '{}' is not found when the plan's analysis is run again "
                                    "(was the plan written by another npufuse version?)",
                                    request.plan_path, c.id));
-    if (!applicable(*it)) {
-      if (!wanted.empty()) out.skipped.push_back(fmt::format("{}: {}", c.id, plan::status_name(it->status)));
-      continue;
+    return again;
+  };
+  std::vector<std::vector<const plan::Candidate*>> picked;
+  for (const plan::Candidate& preferred : recorded.candidates) {
+    std::vector<const plan::Candidate*> tried;
+    if (wanted.empty() || wanted.count(preferred.id)) tried.push_back(&preferred);
+    for (const plan::Candidate& a : preferred.alternatives)
+      if (wanted.count(a.id)) tried.push_back(&a);
+    for (const plan::Candidate* c : tried) {
+      const plan::Candidate* again = located(*c);
+      if (!applicable(*again)) {
+        if (!wanted.empty()) out.skipped.push_back(fmt::format("{}: {}", c->id, plan::status_name(again->status)));
+        continue;
+      }
+      std::vector<const plan::Candidate*> group{again};
+      if (wanted.empty())
+        for (const plan::Candidate& a : again->alternatives)
+          if (applicable(a)) group.push_back(&a);
+      picked.push_back(std::move(group));
     }
-    picked.push_back(&*it);
   }
   return picked;
 }
@@ -105,59 +134,74 @@ PatchSet make_patches(const PatchRequest& request) {
 
   PatchSet out;
   std::vector<Edit> chain_edits;
-  std::vector<Edit> helpers;  // module-level code a rewrite needs, once per file
-  for (const plan::Candidate* c : chosen(recorded, again.plan, request, out)) {
-    // merge_gate_up is the one prerequisite apply performs; any other keeps
-    // the fusion out of the patch and becomes a manual step.
-    bool only_merge = !c->prerequisites.empty() &&
-                      std::all_of(c->prerequisites.begin(), c->prerequisites.end(),
-                                  [](const plan::PrerequisiteItem& p) { return p.id == "merge_gate_up"; });
-    if (only_merge) {
-      MergeGateUp merge = merge_gate_up(*c, again.sources);
-      bool clash = std::any_of(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) {
-        return std::any_of(merge.edits.begin(), merge.edits.end(), [&](const Edit& m) { return overlaps(e, m); });
-      });
-      if (!merge.refusal.empty() || clash) {
-        std::string why = clash ? "its edits overlap another candidate's" : merge.refusal;
-        out.manual.push_back(ManualStep{c->id, merge.where, "prerequisite merge_gate_up not done: " + why});
-        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
-        continue;
-      }
-      chain_edits.insert(chain_edits.end(), merge.edits.begin(), merge.edits.end());
-      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) { return h.file == merge.helper.file; });
-      if (!have_helper) helpers.push_back(merge.helper);
-      out.applied.push_back(c->id);
-      continue;
-    }
-    bool blocked = false;
+  std::vector<Edit> helpers;  // code a rewrite needs elsewhere (the merge hook factory, registered buffers), once
+  auto clashing = [&](const Edit& edit) {
+    return std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, edit); });
+  };
+  // One candidate: true when it became edits; otherwise the manual steps
+  // and skipped lines say why.
+  auto attempt = [&](const plan::Candidate* c) -> bool {
+    // Which prerequisites apply performs; any other keeps the fusion out of
+    // the patch and becomes a manual step.
+    bool merge = false, manual = false;
     for (const plan::PrerequisiteItem& p : c->prerequisites) {
-      std::string how = p.mechanical ? "mechanical, not automated by apply yet: " : "";
+      PrerequisiteHandling how = handling_of(p);
+      merge = merge || how.way == PrerequisiteWay::MergeGateUp;
+      if (how.way != PrerequisiteWay::Manual) continue;
       out.manual.push_back(ManualStep{c->id, where_of(p.where.file.empty() ? c->location : p.where),
-                                      fmt::format("prerequisite {}: {}{}", p.id, how, p.en)});
-      blocked = true;
+                                      fmt::format("prerequisite {}: {}: {}", p.id, how.why, p.en)});
+      manual = true;
     }
-    if (blocked) {
+    if (manual) {
       out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
-      continue;
+      return false;
+    }
+    if (merge) {
+      MergeGateUp merged = merge_gate_up(*c, again.sources);
+      bool clash = std::any_of(merged.edits.begin(), merged.edits.end(),
+                               [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
+      if (!merged.refusal.empty() || clash) {
+        std::string why = clash ? "its edits overlap another candidate's" : merged.refusal;
+        out.manual.push_back(ManualStep{c->id, merged.where, "prerequisite merge_gate_up not done: " + why});
+        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
+        return false;
+      }
+      chain_edits.insert(chain_edits.end(), merged.edits.begin(), merged.edits.end());
+      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) { return h.file == merged.helper.file; });
+      if (!have_helper) helpers.push_back(merged.helper);
+      out.applied.push_back(c->id);
+      return true;
     }
     const rules::Rule* rule = again.rules.find(c->rule);
     if (!rule) {
       out.manual.push_back(ManualStep{c->id, where_of(c->location), "rule " + c->rule + " is not loaded"});
-      continue;
+      return false;
     }
     ChainRewrite rewrite = rewrite_chain(*c, again.sources, *rule);
     if (!rewrite.edit) {
       out.manual.push_back(ManualStep{c->id, rewrite.where, "not rewritten: " + rewrite.refusal});
-      continue;
+      return false;
     }
-    auto clash = std::find_if(chain_edits.begin(), chain_edits.end(),
-                              [&](const Edit& e) { return overlaps(e, *rewrite.edit); });
-    if (clash != chain_edits.end()) {
+    if (auto clash = clashing(*rewrite.edit); clash != chain_edits.end()) {
       out.skipped.push_back(fmt::format("{}: the same chain as {}, already rewritten", c->id, clash->candidate));
-      continue;
+      return false;
     }
     chain_edits.push_back(*rewrite.edit);
+    // One buffer per class, however many of its chains read it.
+    for (const Edit& b : rewrite.buffers) {
+      bool have = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) {
+        return h.file == b.file && h.begin == b.begin && h.text == b.text;
+      });
+      if (!have) helpers.push_back(b);
+    }
     out.applied.push_back(c->id);
+    return true;
+  };
+  for (const std::vector<const plan::Candidate*>& group : chosen(recorded, again.plan, request, out)) {
+    // A preferred candidate that cannot be rewritten leaves the chain to
+    // its alternatives, in the plan's order.
+    for (size_t i = 0; i < group.size() && !attempt(group[i]); ++i)
+      if (i + 1 < group.size()) out.skipped.push_back(fmt::format("{}: trying its alternative {}", group[i]->id, group[i + 1]->id));
   }
 
   for (const auto& file : again.sources.files()) {

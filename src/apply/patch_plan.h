@@ -50,6 +50,14 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 
 // Throws ApplyError (stale or malformed plan, unknown --only id, edits that
 // overlap) and the analysis' own input errors.
+//
+// As a library (verify, apply --verify): `only = {id}` patches one candidate
+// (or one alternative, by its id); the PatchSet's files carry their edits,
+// each naming its candidate, and the original bytes, which undo everything.
+// To keep some candidates and drop others, call again with `only` set to the
+// kept ids: edits of different candidates never overlap, so the result is
+// the same edits without the dropped ones. Without `only`, a candidate that
+// yields no edit leaves its chain to its applicable alternatives in order.
 PatchSet make_patches(const PatchRequest& request);
 
 }  // namespace npufuse::apply

@@ -115,6 +115,8 @@ std::string replacement_text(const ReplacementRequest& r) {
         if (it == r.arguments.end())
           throw ApplyError(fmt::format("{}: replace parameter '{}' is bound to nothing in the model", r.rule_source->path(), id));
         edits.push_back(TextEdit{name->begin, name->end, as_operand(it->second)});
+      } else if (auto it = r.module_reads.find(id); it != r.module_reads.end()) {
+        edits.push_back(TextEdit{name->begin, name->end, it->second});
       } else if (auto it = renamed.find(id); it != renamed.end()) {
         edits.push_back(TextEdit{name->begin, name->end, it->second});
       }
@@ -126,6 +128,8 @@ std::string replacement_text(const ReplacementRequest& r) {
   std::vector<std::string> statements;
   for (const ast::stmt* s : body) {
     if (s == ret) break;
+    if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1)
+      if (auto* target = ast::as<ast::Name>(a->targets[0]); target && r.module_reads.count(std::string(target->id))) continue;
     statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
   }
   std::string value = reindented(substituted(source, ret->value, edits), rule_indent, r.indent);

@@ -22,6 +22,8 @@ struct ReplacementRequest {
   std::set<std::string> taken_names;             // every name the model function uses
   std::string indent;                            // indentation of the replaced statements
   std::vector<std::string> targets;              // names to assign the result to; empty: `return` it
+  std::map<std::string, std::string> module_reads;  // replace local -> what to read instead ("self.causal_mask_2048");
+                                                    // the statement assigning the local is left out
 };
 
 // Statements separated by a newline and `indent`; the first line carries no

