@@ -68,7 +68,7 @@ TEST(AnalyzeCli, MissingFileIsAUsageError) {
 }
 
 TEST(AnalyzeCli, BadFlagValuesAreRefused) {
-  EXPECT_NE(analyze(std::string(kLlama) + " --format html").status, 0);
+  EXPECT_NE(analyze(std::string(kLlama) + " --format pdf").status, 0);
   EXPECT_NE(analyze(std::string(kLlama) + " --quant int3").status, 0);
   EXPECT_NE(analyze(std::string(kLlama) + " --stage training").status, 0);
 }
