@@ -13,6 +13,7 @@
 #include "plan/deployment.h"
 #include "plan/deployment_facts.h"
 #include "plan/model_matches.h"
+#include "plan/opaque_cache.h"
 #include "plan/review.h"
 #include "plan/rule_gate.h"
 #include "plan/stage_timer.h"
@@ -99,14 +100,18 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   context.requested_stage = deployed.stage;
   context.branches = &inventory.branches;
   context.attention_layout = attention_layout(blocks);
+  context.structure = &inventory.structure;
   CandidateSet built = build_candidates(matches.matches, context);
   plan.candidates = std::move(built.candidates);
   plan.notes = std::move(built.notes);
-  attach_near_misses(matches.near_misses, plan.candidates, plan.notes);
+  model::FunctionIndex functions(*in.sources);
+  attach_near_misses(matches.near_misses, plan.candidates, plan.notes, &functions);
   group_alternatives(plan.candidates);
   if (blocks) {
     UncoveredSteps uncovered = find_uncovered_steps(*blocks, plan.candidates, matches.graphs, matches.near_misses,
-                                                    deployed.facts, deployed.stage);
+                                                    deployed.facts, deployed.stage, &functions);
+    resolve_opaque_cache_steps(uncovered.no_fused_op, plan.candidates, inventory.kv_cache,
+                               in.rules->find("kv_cache.static_cache_prerequisite"), context, plan.notes);
     for (Candidate& c : uncovered.no_fused_op) plan.candidates.push_back(std::move(c));
     for (std::string& d : uncovered.dismissed) plan.notes.push_back(std::move(d));
     std::stable_sort(plan.candidates.begin(), plan.candidates.end(), [](const Candidate& a, const Candidate& b) {
@@ -114,6 +119,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
     });
   }
   plan.facts = deployed.facts;
+  plan.assumed_facts = deployed.assumed;
   list_unknown_facts(plan, deployed.hints);
   timer.lap("check");
 

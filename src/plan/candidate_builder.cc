@@ -8,6 +8,7 @@
 
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
+#include "plan/chain_facts.h"
 #include "plan/chain_parts.h"
 #include "plan/fact_literal.h"
 #include "plan/rule_gate.h"
@@ -101,9 +102,10 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
 
 // The facts of one stage: the deployment's, the rule's bindings, the layout
 // read at the attention core, the stage itself.
-check::FactSet stage_facts(const rules::Rule& rule, const CandidateContext& ctx, const std::string& stage,
-                           std::vector<std::string>& evidence) {
+check::FactSet stage_facts(const rules::Rule& rule, const CandidateContext& ctx, const ChainFacts& chain,
+                           const std::string& stage, std::vector<std::string>& evidence) {
   check::FactSet facts = ctx.facts ? *ctx.facts : check::FactSet();
+  for (const auto& [name, fact] : chain.facts.all()) facts.set(name, fact.value, fact.provenance);
   for (const auto& [name, literal] : rule.facts) {
     if (std::optional<check::Value> v = parse_fact_literal(literal))
       facts.set(name, *v, fmt::format("rule {} binds {} = {}", rule.id, name, literal));
@@ -194,6 +196,15 @@ void refuse_rejected(std::vector<Candidate>& candidates, const std::vector<const
 
 }  // namespace
 
+std::vector<CheckResult> rule_checks(const rules::Rule& rule, const CandidateContext& ctx,
+                                     const std::vector<std::string>& stages, std::vector<std::string>& evidence) {
+  if (!ctx.catalog) return {};
+  ChainFacts none;
+  std::vector<StageFacts> per_stage;
+  for (const std::string& stage : stages) per_stage.push_back(StageFacts{stage, stage_facts(rule, ctx, none, stage, evidence)});
+  return evaluate_checks(rule, *ctx.catalog, per_stage);
+}
+
 int module_rank(const std::string& module) {
   static const std::vector<std::string> order = {"attention",   "kv_cache",    "rope", "norm",    "ffn",
                                                  "moe_gate",    "moe_routing", "moe_experts", "mla", "indexer",
@@ -242,6 +253,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     c.rule = rule.id;
     c.module = rule.module;
     c.title = rule.title;
+    c.title_zh = rule.summary_zh;
     c.apis = rule.apis;
     c.parts = std::move(where.parts);
     c.location = where.primary;
@@ -268,8 +280,11 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     }
     for (const std::string& i : instances) c.instance += (c.instance.empty() ? "" : "; ") + i;
 
+    ChainFacts chain = derive_chain_facts(rule, group.sites, ctx.structure);
+    for (const std::string& n : chain.notes) c.evidence.push_back(n);
     std::vector<StageFacts> per_stage;
-    for (const std::string& stage : c.stages) per_stage.push_back(StageFacts{stage, stage_facts(rule, ctx, stage, c.evidence)});
+    for (const std::string& stage : c.stages)
+      per_stage.push_back(StageFacts{stage, stage_facts(rule, ctx, chain, stage, c.evidence)});
     if (ctx.catalog) c.checks = evaluate_checks(rule, *ctx.catalog, per_stage);
     c.verification_cut = verification_cut(site, c.location);
     fill_apply_site(site, c);
@@ -290,8 +305,15 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
   return out;
 }
 
+bool near_miss_in_function(const NearMissSite& n, const Location& where, model::FunctionIndex* functions) {
+  if (!functions || n.trace.spans.empty()) return true;
+  const model::SourceSpan& at = n.trace.spans.front();
+  return at.file == where.file &&
+         functions->at_line(at.file, at.line) == functions->at_line(where.file, where.start_line);
+}
+
 void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vector<Candidate>& candidates,
-                        std::vector<std::string>& notes) {
+                        std::vector<std::string>& notes, model::FunctionIndex* functions) {
   std::set<std::string> told;
   for (const NearMissSite& n : near_misses) {
     if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
@@ -306,7 +328,8 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     std::vector<Candidate*> others;
     for (Candidate& c : candidates) {
       bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
-        return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
+        return near_miss_in_function(n, p, functions) &&
+               std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
                            [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); });
       });
       if (!touches) continue;

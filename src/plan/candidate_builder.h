@@ -9,6 +9,8 @@
 #include "catalog/catalog.h"
 #include "check/facts.h"
 #include "model/branches.h"
+#include "model/function_index.h"
+#include "model/module_tree.h"
 #include "model/subchains.h"
 #include "plan/model_matches.h"
 #include "plan/plan.h"
@@ -21,6 +23,7 @@ struct CandidateContext {
   std::string requested_stage = "both";   // prefill | decode | both
   const std::vector<model::BranchCondition>* branches = nullptr;  // may be null
   model::CoreLayout attention_layout;     // layout at the attention core, from the sub-chains
+  const model::ModelStructure* structure = nullptr;  // instance tree: sizes of the modules a chain reads (chain_facts)
 };
 
 struct CandidateSet {
@@ -34,8 +37,19 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
 // whose span it overlaps (another rule matched there and was refused), or
 // becomes a note where nothing matched. A near-miss is dropped where its own
 // rule matched the same place, or where an applicable candidate covers it.
+// With `functions`, a near-miss explains a candidate only when it is located
+// (its first reported line) in a function one of the candidate's parts is in.
 void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vector<Candidate>& candidates,
-                        std::vector<std::string>& notes);
+                        std::vector<std::string>& notes, model::FunctionIndex* functions = nullptr);
+
+// Whether a near-miss is located (its first reported line) in the function
+// that holds `where`; true when `functions` is null (nothing to ask).
+bool near_miss_in_function(const NearMissSite& n, const Location& where, model::FunctionIndex* functions);
+
+// A rule's catalog checks in each of `stages`, with the context's facts, the
+// rule's own and the stage's (for a candidate no match produced).
+std::vector<CheckResult> rule_checks(const rules::Rule& rule, const CandidateContext& ctx,
+                                     const std::vector<std::string>& stages, std::vector<std::string>& evidence);
 
 // The fixed order of modules in the plan (the workflow's), for sorting.
 int module_rank(const std::string& module);

@@ -4,54 +4,13 @@
 #include <map>
 #include <string>
 
+#include "model/function_index.h"
+
 namespace npufuse::plan {
-namespace {
-
-namespace ast = frontend::ast;
-
-// A function of a model file and the lines it spans: "Class.method" for a
-// method, the bare name for a module-level function.
-struct FunctionLines {
-  std::string name;
-  int first = 0, last = 0;
-};
-
-void add_function(const model::ModelFile& file, const ast::stmt* s, const std::string& prefix,
-                  std::vector<FunctionLines>& out) {
-  std::string_view name;
-  if (const auto* f = ast::as<ast::FunctionDef>(s)) name = f->name;
-  else if (const auto* f = ast::as<ast::AsyncFunctionDef>(s)) name = f->name;
-  else return;
-  model::SourceSpan span = file.span_of(s);
-  out.push_back({prefix + std::string(name), span.line, span.end_line});
-}
-
-// Module-level functions and the methods of module-level classes.
-std::vector<FunctionLines> functions_of(const model::ModelFile& file) {
-  std::vector<FunctionLines> out;
-  for (const ast::stmt* s : file.parsed->module->body) {
-    if (const auto* c = ast::as<ast::ClassDef>(s)) {
-      for (const ast::stmt* m : c->body) add_function(file, m, std::string(c->name) + ".", out);
-    } else {
-      add_function(file, s, "", out);
-    }
-  }
-  return out;
-}
-
-// The innermost listed function holding `line`, or null (module-level code).
-const FunctionLines* function_at(const std::vector<FunctionLines>& functions, int line) {
-  const FunctionLines* best = nullptr;
-  for (const FunctionLines& f : functions)
-    if (f.first <= line && line <= f.last && (!best || f.first >= best->first)) best = &f;
-  return best;
-}
-
-}  // namespace
 
 ChainParts chain_parts(const MatchSite& site) {
   const model::FunctionDataflow& g = *site.match.target;
-  std::map<const model::ModelFile*, std::vector<FunctionLines>> functions;
+  std::map<const model::ModelFile*, std::vector<model::FunctionRange>> functions;
   // (file, function) -> the lines the chain's ops take there.
   std::map<std::pair<std::string, std::string>, Location> by_function;
   std::string primary_key;
@@ -59,9 +18,9 @@ ChainParts chain_parts(const MatchSite& site) {
     const model::ModelFile* file = op.file ? op.file : g.file;
     if (!file) return {"", ""};
     auto [it, fresh] = functions.try_emplace(file);
-    if (fresh) it->second = functions_of(*file);
-    const FunctionLines* f = function_at(it->second, op.line);
-    return {file->path, f ? f->name : ""};
+    if (fresh) it->second = model::functions_of(*file);
+    const model::FunctionRange* f = model::function_at_line(it->second, op.line);
+    return {file->path, f ? f->qualified : ""};
   };
   for (int id : site.match.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];

@@ -116,6 +116,16 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
       facts.set("dtype_bytes", it->second, "derived from dtype " + d->as_str());
   }
 
+  // No tensor-parallel size anywhere: the plan is for one card, said as an
+  // assumption. A deployment file that leaves tp out is taken as meant (it
+  // states the deployment), so the per-rank heads stay unknown there.
+  if (!facts.find("tp") && file.empty() && (totals.count("num_heads") || totals.count("num_kv_heads"))) {
+    facts.set("tp", int64_t{1},
+              "assumed: no --tp and no --deploy file, so one rank holds every head (tp = 1); pass --tp N for a "
+              "tensor-parallel deployment");
+    out.assumed.push_back("tp");
+  }
+
   // Per-rank shares. The file may state them directly; otherwise they come
   // from the totals and the split, and stay unknown without the split.
   const check::Value* tp = known(facts, "tp");

@@ -5,6 +5,10 @@
 // config), and the per-rank numbers derived from them (heads per rank =
 // num_attention_heads / tp, experts per rank = experts / ep). A per-rank
 // fact whose split is not given stays unknown; the hint says what to pass.
+// One exception: with neither --tp nor a deployment file, the plan assumes
+// tp = 1 (one rank holds every head) and says so, because a porting engineer
+// first brings the model up on one card and the head checks should answer
+// for that; the assumption is listed in the plan (Plan::assumed_facts).
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +25,7 @@ struct DeploymentFacts {
   check::FactSet facts;
   std::string stage = "both";                 // prefill | decode | both, after --stage and the file
   std::map<std::string, std::string> hints;   // unknown fact -> what would make it known
+  std::vector<std::string> assumed;           // facts set by a stated default, not by the user (tp)
 };
 
 // Throws std::invalid_argument for a flag value the vocabulary does not allow

@@ -70,6 +70,7 @@ struct Candidate {
   std::string module;                // attention, kv_cache, rope, norm, ffn, moe_gate, moe_routing, moe_experts, mla, indexer, quant, other
   std::string rule;                  // rule id; empty for no_fused_op
   std::string title;
+  std::string title_zh;              // the rule's Chinese summary; empty when it has none
   std::vector<std::string> stages;   // prefill, decode
   std::vector<std::string> apis;
   Status status = Status::Candidate;
@@ -122,6 +123,7 @@ struct Plan {
   AnalyzeOptions options;
   check::FactSet facts;                // everything known, with provenance
   std::vector<std::string> unknown_facts;  // asked for by some check
+  std::vector<std::string> assumed_facts;  // set by a stated default (tp = 1 without --tp); the provenance says so
   std::vector<Candidate> candidates;   // in workflow order: attention, kv_cache, rope, norm, ffn, moe_*, mla, indexer, quant, other
   std::vector<ReviewItem> review;
   std::vector<std::string> notes;      // unresolved things, said plainly

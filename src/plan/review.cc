@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -95,14 +97,33 @@ std::vector<std::string> constraint_failures(const Plan& plan, const catalog::Ca
   return out;
 }
 
+// A refusal must rest on a hard limit: a catalog constraint ("api:id: ..."),
+// a rule that says its chain must never get that operator, or a display-only
+// rule. The size of the refactor is never a reason (seed workflow step 3).
+bool effort_wording(const std::string& text) {
+  static const char* const words[] = {"too much change", "too many changes", "large refactor", "too complex",
+                                      "too much work", "改动较大", "改动过大", "工作量"};
+  std::string lower;
+  for (char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return std::any_of(std::begin(words), std::end(words), [&](const char* w) { return lower.find(w) != std::string::npos; });
+}
+
+std::vector<std::string> refusal_failures(const Candidate& c) {
+  std::vector<std::string> out;
+  if (c.status != Status::NotApplicable) return out;
+  if (c.blocking.empty()) out.push_back(c.id + ": not applicable without a cited constraint");
+  for (const std::string& b : c.blocking)
+    if (effort_wording(b)) out.push_back(fmt::format("{}: refused for the size of the change, not a hard constraint: {}", c.id, b));
+  return out;
+}
+
 std::vector<std::string> listing_failures(const Plan& plan) {
   std::vector<std::string> out;
   for (const Candidate& c : plan.candidates) {
     if (c.stages.empty()) out.push_back(c.id + ": no stage");
     if (c.location.file.empty() || c.location.start_line <= 0) out.push_back(c.id + ": no source location");
     if (c.verification_cut.empty()) out.push_back(c.id + ": no verification cut");
-    if (c.status == Status::NotApplicable && c.blocking.empty())
-      out.push_back(c.id + ": not applicable without a cited constraint");
+    for (std::string& f : refusal_failures(c)) out.push_back(std::move(f));
     if (c.status == Status::CandidateWithPrerequisites && c.prerequisites.empty())
       out.push_back(c.id + ": prerequisites announced but none named");
     for (const PrerequisiteItem& p : c.prerequisites)

@@ -70,10 +70,12 @@ void step_interface(const model::FunctionDataflow& g, const std::vector<int>& op
   }
 }
 
-std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, const std::vector<NearMissSite>& near) {
+std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, const std::vector<NearMissSite>& near,
+                                           model::FunctionIndex* functions) {
   std::vector<std::string> out;
   for (const NearMissSite& n : near) {
-    if (!n.trace.pattern || !n.trace.pattern->rule) continue;
+    if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
+    if (!near_miss_in_function(n, location_of(step.spans.front()), functions)) continue;
     bool touches = false;
     for (const model::SourceSpan& a : n.trace.spans)
       for (const model::SourceSpan& b : step.spans) touches = touches || overlaps(location_of(a), location_of(b));
@@ -82,6 +84,29 @@ std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, cons
     if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
   }
   return out;
+}
+
+// A step's name for its verification cut: the function holding its first line.
+std::string function_name(const model::SourceSpan& where, const std::string& fallback, model::FunctionIndex* functions) {
+  const model::FunctionRange* f = functions ? functions->at_line(where.file, where.line) : nullptr;
+  return f ? f->qualified : fallback;
+}
+
+// A near-miss saying the model already calls the fused form (RULE["match"]
+// ["already_fused"]: an F.layer_norm where the rule looks for the decomposed
+// chain): the step needs no new operator.
+const NearMissSite* already_fused(const model::SubChainStep& step, const std::vector<NearMissSite>& near,
+                                  model::FunctionIndex* functions) {
+  for (const NearMissSite& n : near) {
+    const match::NearMissTrace& t = n.trace;
+    if (!t.pattern || !t.pattern->rule || t.pattern->options.already_fused.empty() || t.spans.empty()) continue;
+    if (t.matched_steps != t.pattern_steps || t.finding.find("already computes this as one fused call") == std::string::npos)
+      continue;
+    if (!near_miss_in_function(n, location_of(step.spans.front()), functions)) continue;
+    for (const model::SourceSpan& s : step.spans)
+      if (overlaps(location_of(s), location_of(t.spans.front()))) return &n;
+  }
+  return nullptr;
 }
 
 std::vector<std::string> step_stages(const std::string& step_stage, const std::string& requested) {
@@ -113,7 +138,7 @@ std::string step_module(const std::string& chain_module, const std::string& kind
 UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& blocks, const std::vector<Candidate>& covered,
                                     const std::deque<model::FunctionDataflow>& graphs,
                                     const std::vector<NearMissSite>& near_misses, const check::FactSet& facts,
-                                    const std::string& requested_stage) {
+                                    const std::string& requested_stage, model::FunctionIndex* functions) {
   UncoveredSteps out;
   std::set<std::string> seen;
   const check::Fact* dtype = facts.find("dtype");
@@ -137,12 +162,18 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
                                   "(norm.add_rms_norm) where one follows it");
           continue;
         }
+        if (const NearMissSite* fused = already_fused(step, near_misses, functions)) {
+          out.dismissed.push_back(fmt::format("{}: no new operator needed: the model already calls the fused form ({}: {})",
+                                              what, fused->trace.pattern->rule->id, fused->trace.reason));
+          continue;
+        }
         std::vector<std::string> stages = step_stages(step.stages, requested_stage);
         if (stages.empty()) continue;
         Candidate c;
         c.id = key;
         c.module = step_module(chain.module, step.kind);
         c.title = fmt::format("{} {}: no rule maps this step to a fused operator", chain.module, step.kind);
+        c.title_zh = fmt::format("{} {}：没有规则把该步骤映射到融合算子", chain.module, step.kind);
         c.stages = stages;
         c.status = Status::NoFusedOp;
         for (const model::SourceSpan& s : step.spans) c.parts.push_back(location_of(s));
@@ -150,8 +181,9 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
         c.instance = chain.instance;
         c.evidence.push_back(fmt::format("sub-chain step {} of {} ({}){}", step.kind, chain.class_name, chain.module,
                                          step.detail.empty() ? "" : ": " + step.detail));
-        c.verification_cut = fmt::format("{}.forward lines {}-{} of {}", block.block_class, where.start_line,
-                                         where.end_line, where.file);
+        c.verification_cut =
+            fmt::format("{} lines {}-{} of {}", function_name(step.spans.front(), block.block_class + ".forward", functions),
+                        where.start_line, where.end_line, where.file);
         NewOperatorRequirement& req = c.requirement;
         req.subgraph = step.detail.empty() ? chain.module + " " + step.kind : step.detail;
         if (const model::FunctionDataflow* g = block_graph(graphs, block.block_class)) step_interface(*g, step.ops, req);
@@ -159,7 +191,7 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
         bool core = chain.module == "attention" || chain.module == "mla";
         req.layout = core ? chain.layout.layout + (chain.layout.evidence.empty() ? "" : " (" + chain.layout.evidence + ")")
                           : "ND";
-        std::vector<std::string> reasons = near_miss_reasons(step, near_misses);
+        std::vector<std::string> reasons = near_miss_reasons(step, near_misses, functions);
         req.why_nothing_fits = "no rule's pattern matched the ops of this step";
         if (prolog_projection(chain.module, step.kind))
           req.why_nothing_fits += "; a prolog operator (npu_mla_prolog_v3 / npu_lightning_indexer family) takes this "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "check/facts.h"
+#include "model/function_index.h"
 #include "model/subchains.h"
 #include "plan/model_matches.h"
 #include "plan/plan.h"
@@ -22,11 +23,13 @@ struct UncoveredSteps {
 };
 
 // `graphs` are the inlined forwards the matcher saw (their op ids are the
-// block graphs' ids the steps use); `near_misses` explain why nothing fits.
+// block graphs' ids the steps use); `near_misses` explain why nothing fits:
+// only those located in the function that holds the step and touching its
+// lines (with `functions` null, touching its lines is enough).
 UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& blocks, const std::vector<Candidate>& covered,
                                     const std::deque<model::FunctionDataflow>& graphs,
                                     const std::vector<NearMissSite>& near_misses, const check::FactSet& facts,
-                                    const std::string& requested_stage);
+                                    const std::string& requested_stage, model::FunctionIndex* functions = nullptr);
 
 // The plan module a step of a sub-chain belongs to ("moe" + "topk" -> "moe_gate").
 std::string step_module(const std::string& chain_module, const std::string& step_kind);

@@ -163,6 +163,7 @@ plan::Candidate candidate_from(const Node& n) {
   c.module = n.str("module");
   c.rule = n.str("rule", false);
   c.title = n.str("title", false);
+  c.title_zh = n.str("title_zh", false);
   c.stages = n.strings("stages", true);
   c.apis = n.strings("apis", true);
   std::string status = n.str("status");
@@ -224,6 +225,7 @@ plan::Plan plan_from_json(const json& j) {
     }
   }
   p.unknown_facts = root.strings("unknown_facts");
+  p.assumed_facts = root.strings("assumed_facts");
   root.each("candidates", true, [&](const Node& c) { p.candidates.push_back(candidate_from(c)); });
   root.each("review", true, [&](const Node& r) { p.review.push_back(review_from(r)); });
   p.notes = root.strings("notes");

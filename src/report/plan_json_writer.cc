@@ -76,6 +76,7 @@ json candidate_json(const plan::Candidate& c) {
             {"prerequisites", json::array()},
             {"checks", json::array()},
             {"confidence", c.confidence}};
+  if (!c.title_zh.empty()) j["title_zh"] = c.title_zh;
   for (const auto& p : c.prerequisites) j["prerequisites"].push_back(prerequisite_json(p));
   for (const auto& ch : c.checks) j["checks"].push_back(check_json(ch));
   if (!c.extra_locations.empty()) {
@@ -124,6 +125,7 @@ json plan_to_json(const plan::Plan& plan) {
   for (const auto& [name, fact] : plan.facts.all())
     j["facts"][name] = {{"value", value_json(fact.value)}, {"provenance", fact.provenance}};
   j["unknown_facts"] = plan.unknown_facts;
+  if (!plan.assumed_facts.empty()) j["assumed_facts"] = plan.assumed_facts;
   j["candidates"] = json::array();
   for (const auto& c : plan.candidates) j["candidates"].push_back(candidate_json(c));
   j["review"] = json::array();

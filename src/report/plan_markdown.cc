@@ -92,6 +92,7 @@ struct Words {
   const char* notes;
   const char* alternatives;     // list of the other rules for the same chain, on the preferred one
   const char* alternative;      // said after an alternative's title
+  const char* assumed;          // after a value the plan assumed rather than was given
 };
 
 const Words kEn = {
@@ -169,6 +170,7 @@ const Words kEn = {
     "Notes",
     "Alternatives for this chain (less preferred)",
     "alternative",
+    "assumed",
 };
 
 const Words kZh = {
@@ -246,6 +248,7 @@ const Words kZh = {
     "备注",
     "同一链路的备选方案（次选）",
     "备选",
+    "假定",
 };
 
 std::string status_text(Status s, Lang lang) {
@@ -336,6 +339,22 @@ class Writer {
   }
   std::string count_or_dash(int n) const { return n > 0 ? std::to_string(n) : "–"; }
 
+  // The candidate's title in the plan's language (the English one stands in).
+  std::string title_of(const Candidate& c) const {
+    if (lang_ == Lang::Zh && !c.title_zh.empty()) return c.title_zh;
+    return c.title.empty() ? c.id : c.title;
+  }
+
+  bool assumed(const std::string& fact) const {
+    return std::find(plan_.assumed_facts.begin(), plan_.assumed_facts.end(), fact) != plan_.assumed_facts.end();
+  }
+  // A world size as given, or the plan's stated default ("1 (assumed)").
+  std::string parallel_size(const std::string& fact, int given) const {
+    if (given > 0 || !assumed(fact)) return count_or_dash(given);
+    const check::Fact* f = plan_.facts.find(fact);
+    return f ? fmt::format("{} ({})", f->value.repr(), w_.assumed) : count_or_dash(given);
+  }
+
   void inputs() {
     heading(2, w_.inputs);
     line(w_.file_header);
@@ -349,7 +368,8 @@ class Writer {
     line(fmt::format("| {} | {} |", w_.config, o.config.empty() ? w_.none_given : "`" + cell(o.config) + "`"));
     if (!o.deploy.empty()) line(fmt::format("| {} | `{}` |", w_.deploy_file, cell(o.deploy)));
     line(fmt::format("| {} | {} |", w_.chip, or_unknown(o.chip)));
-    line(fmt::format("| {} | {} / {} / {} |", w_.parallel, count_or_dash(o.tp), count_or_dash(o.ep), count_or_dash(o.dp)));
+    line(fmt::format("| {} | {} / {} / {} |", w_.parallel, parallel_size("tp", o.tp), count_or_dash(o.ep),
+                     count_or_dash(o.dp)));
     line(fmt::format("| {} | {} |", w_.quant, or_unknown(o.quant)));
     line(fmt::format("| {} | {} |", w_.stage, stage_text(o.stage, lang_)));
     line(fmt::format("| {} | {} |", w_.torch_npu, or_unknown(o.torch_npu_version)));
@@ -365,7 +385,8 @@ class Writer {
     } else {
       line(w_.fact_header);
       for (const auto& [name, fact] : plan_.facts.all())
-        line(fmt::format("| `{}` | `{}` | {} |", cell(name), cell(fact.value.repr()), cell(fact.provenance)));
+        line(fmt::format("| `{}` | `{}`{} | {} |", cell(name), cell(fact.value.repr()),
+                         assumed(name) ? fmt::format(" ({})", w_.assumed) : "", cell(fact.provenance)));
     }
     heading(3, w_.facts_asked);
     if (plan_.unknown_facts.empty()) {
@@ -430,7 +451,7 @@ class Writer {
           for (const auto& api : c->apis) covering[api] += places;
         if (c->status == Status::NoFusedOp)
           open.push_back(c->requirement.subgraph.empty() ? c->title : c->requirement.subgraph);
-        if (c->status == Status::NotApplicable) blocked.push_back(c->title);
+        if (c->status == Status::NotApplicable) blocked.push_back(title_of(*c));
       }
       line();
       line(fmt::format("**{}**", module_title(module, lang_)));
@@ -461,7 +482,7 @@ class Writer {
   }
 
   void candidate(const Candidate& c, int number) {
-    line(fmt::format("#### {}. {} — {}", number, c.title.empty() ? c.id : c.title, status_text(c.status, lang_)));
+    line(fmt::format("#### {}. {} — {}", number, title_of(c), status_text(c.status, lang_)));
     line();
     if (!c.alternatives.empty()) {
       std::vector<std::string> others;
@@ -473,7 +494,7 @@ class Writer {
     // Each alternative in full: its checks and status are its own.
     char letter = 'a';
     for (const Candidate& a : c.alternatives) {
-      line(fmt::format("##### {}{}. {} ({}) — {}", number, letter++, a.title.empty() ? a.id : a.title, w_.alternative,
+      line(fmt::format("##### {}{}. {} ({}) — {}", number, letter++, title_of(a), w_.alternative,
                        status_text(a.status, lang_)));
       line();
       details(a);

@@ -71,12 +71,38 @@ TEST(DeploymentFacts, PerRankSharesFollowTheSplit) {
   EXPECT_NE(d.facts.find("num_heads")->provenance.find("--tp 16"), std::string::npos);
 }
 
-TEST(DeploymentFacts, WithoutTheSplitPerRankFactsStayUnknownWithAHint) {
+TEST(DeploymentFacts, WithNeitherFlagNorFileOneRankIsAssumedAndSaid) {
   DeploymentFacts d = deployment_facts(llama_config_facts(), {}, AnalyzeOptions(), vocabulary());
-  EXPECT_EQ(d.facts.find("num_heads"), nullptr);
+  ASSERT_NE(d.facts.find("tp"), nullptr);
+  EXPECT_EQ(d.facts.find("tp")->value.as_int(), 1);
+  EXPECT_EQ(d.facts.find("tp")->provenance.rfind("assumed:", 0), 0u);
+  EXPECT_EQ(d.assumed, std::vector<std::string>{"tp"});
+  EXPECT_EQ(d.facts.find("num_heads")->value.as_int(), 32);
+  EXPECT_EQ(d.facts.find("num_kv_heads")->value.as_int(), 8);
   EXPECT_EQ(d.facts.find("chip"), nullptr);
-  ASSERT_TRUE(d.hints.count("num_heads"));
-  EXPECT_NE(d.hints.at("num_heads").find("--tp"), std::string::npos);
+  // The expert split is not assumed: experts per rank still ask for --ep.
+  EXPECT_EQ(d.facts.find("local_expert_num"), nullptr);
+  EXPECT_NE(d.hints.at("local_expert_num").find("--ep"), std::string::npos);
+}
+
+TEST(DeploymentFacts, AFileWithoutTpLeavesPerRankHeadsUnknownWithAHint) {
+  auto file = parse_deployment("chip = \"A3\"\n", "d.toml", vocabulary());
+  DeploymentFacts d = deployment_facts(llama_config_facts(), file, AnalyzeOptions(), vocabulary());
+  EXPECT_EQ(d.facts.find("tp"), nullptr);
+  EXPECT_TRUE(d.assumed.empty());
+  EXPECT_EQ(d.facts.find("num_heads"), nullptr);
+  ASSERT_TRUE(d.hints.count("num_kv_heads"));
+  EXPECT_NE(d.hints.at("num_kv_heads").find("--tp"), std::string::npos);
+}
+
+TEST(DeploymentFacts, PerRankKeyValueHeadsAreTheConfigsKeyValueHeadsOverTp) {
+  AnalyzeOptions options;
+  options.tp = 4;
+  DeploymentFacts d = deployment_facts(llama_config_facts(), {}, options, vocabulary());
+  EXPECT_EQ(d.facts.find("num_kv_heads")->value.as_int(), 2);  // num_key_value_heads 8 / tp 4
+  EXPECT_EQ(d.facts.find("num_heads")->value.as_int(), 8);     // num_attention_heads 32 / tp 4
+  EXPECT_NE(d.facts.find("num_kv_heads")->provenance.find("num_key_value_heads"), std::string::npos);
+  EXPECT_TRUE(d.assumed.empty());
 }
 
 TEST(DeploymentFacts, FlagsWinOverTheFile) {

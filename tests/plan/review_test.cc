@@ -117,5 +117,21 @@ TEST(Review, UnknownApiAndIncompleteCandidatesAreNamed) {
   EXPECT_NE(listed.failing[1].find("without a cited constraint"), std::string::npos);
 }
 
+TEST(Review, RefusalForTheSizeOfTheChangeFailsTheListing) {
+  Plan plan;
+  Candidate hard = complete_candidate();
+  hard.status = Status::NotApplicable;
+  hard.blocking = {"npu_rms_norm:tail_axis_32_bytes: the last axis must hold at least 32 bytes"};
+  Candidate soft = complete_candidate();
+  soft.id = "ffn.swiglu@model.py:9";
+  soft.status = Status::NotApplicable;
+  soft.blocking = {"merging gate and up is too much change for this model"};
+  plan.candidates = {hard, soft};
+  const ReviewItem& listed = item(run_review(plan, nullptr, embedded_catalog()), "candidates_listed");
+  EXPECT_FALSE(listed.passed);
+  ASSERT_EQ(listed.failing.size(), 1u);
+  EXPECT_NE(listed.failing[0].find("ffn.swiglu@model.py:9: refused for the size of the change"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace npufuse::plan

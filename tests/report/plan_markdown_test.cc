@@ -128,6 +128,20 @@ TEST(PlanMarkdown, ChineseUsesChineseWordsAndMessages) {
   EXPECT_EQ(md.find("## Step"), std::string::npos);
 }
 
+TEST(PlanMarkdown, AssumedFactsAreMarkedInBothLanguages) {
+  plan::Plan p = testing::sample_plan();
+  p.options.tp = 0;
+  p.facts.set("tp", int64_t{1}, "assumed: no --tp and no --deploy file");
+  p.assumed_facts = {"tp"};
+  std::string en = plan_to_markdown(p, Lang::En);
+  EXPECT_NE(en.find("| TP / EP / DP | 1 (assumed) / "), std::string::npos) << en;
+  EXPECT_NE(en.find("| `tp` | `1` (assumed) | assumed: no --tp"), std::string::npos) << en;
+  std::string zh = plan_to_markdown(p, Lang::Zh);
+  EXPECT_NE(zh.find("1 (假定)"), std::string::npos) << zh;
+  p.assumed_facts.clear();  // a tp the user gave is not marked
+  EXPECT_EQ(plan_to_markdown(p, Lang::En).find("(assumed)"), std::string::npos);
+}
+
 TEST(PlanMarkdown, EmptyPlanSaysNothingWasFound) {
   plan::Plan p;
   std::string md = plan_to_markdown(p, Lang::En);

@@ -1,0 +1,77 @@
+#include "model/function_index.h"
+
+namespace npufuse::model {
+namespace {
+
+void collect(const ModelFile& file, Span<ast::stmt*> body, const std::string& prefix, bool in_class,
+             std::vector<FunctionRange>& out) {
+  for (const ast::stmt* s : body) {
+    std::string_view name;
+    Span<ast::stmt*> inner;
+    const ast::FunctionDef* fn = nullptr;
+    if (const auto* f = ast::as<ast::FunctionDef>(s)) {
+      fn = f;
+      name = f->name;
+      inner = f->body;
+    } else if (const auto* f = ast::as<ast::AsyncFunctionDef>(s)) {
+      name = f->name;
+      inner = f->body;
+    } else if (const auto* c = ast::as<ast::ClassDef>(s)) {
+      collect(file, c->body, prefix + std::string(c->name) + ".", true, out);
+      continue;
+    } else {
+      continue;
+    }
+    SourceSpan span = file.span_of(s);
+    FunctionRange r;
+    r.fn = fn;
+    r.qualified = prefix + std::string(name);
+    r.is_method = in_class;
+    r.first_line = span.line;
+    r.last_line = span.end_line > 0 ? span.end_line : span.line;
+    r.body_begin = inner.size > 0 ? inner[0]->begin : s->end;
+    r.end = s->end;
+    out.push_back(r);
+    collect(file, inner, r.qualified + ".<locals>.", false, out);
+  }
+}
+
+}  // namespace
+
+std::vector<FunctionRange> functions_of(const ModelFile& file) {
+  std::vector<FunctionRange> out;
+  if (file.parsed && file.parsed->module) collect(file, file.parsed->module->body, "", false, out);
+  return out;
+}
+
+const FunctionRange* function_at_line(const std::vector<FunctionRange>& functions, int line) {
+  const FunctionRange* best = nullptr;
+  for (const FunctionRange& f : functions)
+    if (f.first_line <= line && line <= f.last_line &&
+        (!best || f.last_line - f.first_line < best->last_line - best->first_line))
+      best = &f;
+  return best;
+}
+
+const FunctionRange* function_around(const std::vector<FunctionRange>& functions, uint32_t begin, uint32_t end) {
+  const FunctionRange* best = nullptr;
+  for (const FunctionRange& f : functions) {
+    if (f.body_begin >= f.end || begin < f.body_begin || end > f.end) continue;
+    if (!best || f.end - f.body_begin < best->end - best->body_begin) best = &f;
+  }
+  return best;
+}
+
+const FunctionRange* FunctionIndex::at_line(const std::string& path, int line) {
+  auto it = by_file_.find(path);
+  if (it == by_file_.end()) {
+    const ModelFile* file = nullptr;
+    for (const auto& f : sources_.files())
+      if (f->path == path) file = f.get();
+    if (!file) return nullptr;
+    it = by_file_.emplace(path, functions_of(*file)).first;
+  }
+  return function_at_line(it->second, line);
+}
+
+}  // namespace npufuse::model
