@@ -71,7 +71,8 @@ const char* html_script() {
     });
     countOut.textContent = String(shown);
     document.querySelectorAll('svg a').forEach(function (a) {
-      var card = document.getElementById(linkTarget(a));
+      var target = linkTarget(a);
+      var card = target ? document.getElementById(target) : null;
       a.classList.toggle('dim', !!card && card.hidden);
     });
     return shown;
@@ -100,6 +101,8 @@ const char* html_script() {
     }
     expect('cards', result.cards, result.expected_cards);
     document.querySelectorAll('figure.block svg a').forEach(function (a) {
+      // dot wraps tooltip-only nodes in an <a> without a link; only links count.
+      if (!linkTarget(a)) return;
       result.chain_links++;
       if (!document.getElementById(linkTarget(a))) result.broken_links.push(linkTarget(a));
     });
