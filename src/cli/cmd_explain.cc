@@ -100,8 +100,14 @@ void add_fix_preview(report::Explanation& e, const std::string& plan_path, const
       h.file = edit.file;
       h.first_line = line_of(f.original, edit.begin);
       h.last_line = line_of(f.original, edit.end > edit.begin ? edit.end - 1 : edit.begin);
-      h.original = f.original.substr(edit.begin, edit.end - edit.begin);
-      h.replacement = edit.text;
+      // An edit starts after the first line's indentation; put it back so
+      // the preview's lines line up.
+      size_t line_start = f.original.rfind('\n', edit.begin == 0 ? 0 : edit.begin - 1);
+      line_start = line_start == std::string::npos || edit.begin == 0 ? 0 : line_start + 1;
+      std::string indent = f.original.substr(line_start, edit.begin - line_start);
+      if (indent.find_first_not_of(" \t") != std::string::npos) indent.clear();
+      h.original = indent + f.original.substr(edit.begin, edit.end - edit.begin);
+      h.replacement = indent + edit.text;
       e.fix.push_back(std::move(h));
     }
   for (const apply::ManualStep& m : patches.manual)
