@@ -331,10 +331,14 @@ SymValue Evaluator::config_field(const SymValue& config_obj, const std::string& 
         if (auto* name = ast::as<ast::Name>(n)) used.insert(std::string(name->id));
         return true;
       });
+      // A formula may read its own field (`self.conv_dim = list(conv_dim)`):
+      // count the nesting so such a field ends at the depth limit, not in a stack overflow.
+      ++depth_;
       for (const ast::arg* p : d->init->args->args) {
         std::string name(p->arg);
         if (name != "self" && used.count(name)) s.bound[name] = config_field(config_obj, name, nullptr, scope, at);
       }
+      --depth_;
       SymValue v = eval(d->value, s);
       read.found = v.is_known();
       reads_.push_back(read);
