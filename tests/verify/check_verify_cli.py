@@ -47,7 +47,7 @@ def case_llama(args, src, tmp, problems):
     report = json.loads((out / "report.json").read_text())
     if not report["candidates"]:
         problems.append("no candidate was verified")
-    applied = 0
+    applied = function_cuts = 0
     for c in report["candidates"]:
         p = c["precision"]
         print(f"{c['id']}: {c['status']}: {c['conclusion']}")
@@ -55,14 +55,17 @@ def case_llama(args, src, tmp, problems):
             problems.append(f"{c['id']}: precision did not pass: {p.get('error') or p.get('max_abs')}")
         if c["applied"]:
             applied += 1
-            if not (p.get("cut") or "").startswith("function "):
-                problems.append(f"{c['id']}: applied, but checked by {p.get('cut')!r}, not the user's function "
-                                f"({p.get('cut_note')})")
+            if (p.get("cut") or "").startswith("function "):
+                function_cuts += 1
+            elif not p.get("cut_note"):
+                problems.append(f"{c['id']}: applied, checked by {p.get('cut')!r} without saying why not its function")
         perf = c["performance"]
         if perf.get("kind") != "estimate" or not perf.get("stages"):
             problems.append(f"{c['id']}: no labelled performance estimate: {perf}")
         if not Path(c["harness"]).exists():
             problems.append(f"{c['id']}: harness {c['harness']} was not written")
+    if function_cuts < 2:  # rms_norm and rope are rewritten inside their own functions
+        problems.append(f"only {function_cuts} candidates were checked through the user's function")
     if applied < 3:
         problems.append(f"only {applied} candidates were applied (rms_norm, rope_half, swiglu expected)")
     mc = report["model_check"]
