@@ -127,7 +127,8 @@ TEST(Review, RefusalForTheSizeOfTheChangeFailsTheListing) {
   soft.status = Status::NotApplicable;
   soft.blocking = {"merging gate and up is too much change for this model"};
   plan.candidates = {hard, soft};
-  const ReviewItem& listed = item(run_review(plan, nullptr, embedded_catalog()), "candidates_listed");
+  std::vector<ReviewItem> review = run_review(plan, nullptr, embedded_catalog());
+  const ReviewItem& listed = item(review, "candidates_listed");
   EXPECT_FALSE(listed.passed);
   ASSERT_EQ(listed.failing.size(), 1u);
   EXPECT_NE(listed.failing[0].find("ffn.swiglu@model.py:9: refused for the size of the change"), std::string::npos);
