@@ -63,20 +63,24 @@ TEST(Analyze, PrefillOnlyPlanKeepsNoDecodeStage) {
     EXPECT_EQ(c.stages, (std::vector<std::string>{"prefill"})) << c.id;
 }
 
-TEST(Analyze, WithoutTpPerRankHeadsAreAskedFor) {
+TEST(Analyze, WithoutTpOneRankIsAssumedAndSaid) {
   AnalyzeOptions o = llama_options();
   o.tp = 0;
   Plan plan = analyze(o);
-  EXPECT_EQ(plan.facts.find("num_heads"), nullptr);
-  bool attention_asks = false;
-  for (const Candidate& c : plan.candidates)
-    if (c.module == "attention")
-      attention_asks = attention_asks ||
-                       std::find(c.missing_facts.begin(), c.missing_facts.end(), "num_heads") != c.missing_facts.end();
-  if (std::any_of(plan.candidates.begin(), plan.candidates.end(),
-                  [](const Candidate& c) { return c.module == "attention" && c.status != Status::NoFusedOp; })) {
-    EXPECT_TRUE(attention_asks);
-  }
+  // No --tp and no deployment file: the plan states tp = 1 as an assumption
+  // rather than asking, and the per-rank heads follow from it.
+  EXPECT_NE(std::find(plan.assumed_facts.begin(), plan.assumed_facts.end(), "tp"), plan.assumed_facts.end());
+  const auto* tp = plan.facts.find("tp");
+  ASSERT_NE(tp, nullptr);
+  EXPECT_NE(tp->provenance.find("assumed"), std::string::npos) << tp->provenance;
+  EXPECT_NE(plan.facts.find("num_heads"), nullptr);
+}
+
+TEST(Analyze, GivenTpIsNotAnAssumption) {
+  AnalyzeOptions o = llama_options();
+  o.tp = 2;
+  Plan plan = analyze(o);
+  EXPECT_EQ(std::find(plan.assumed_facts.begin(), plan.assumed_facts.end(), "tp"), plan.assumed_facts.end());
 }
 
 TEST(Analyze, BadDeploymentFileNamesItsPlace) {
