@@ -40,16 +40,37 @@ void keep_widest_per_rule(std::vector<Candidate>& group) {
 
 }  // namespace
 
+namespace {
+
+bool overlap(const Location& a, const Location& b) {
+  return a.file == b.file && a.start_line <= b.end_line && b.start_line <= a.end_line;
+}
+
+// Where the replacement calls would go. Parts are not compared: one helper
+// (a norm class) serves many call sites, and its own standalone match is the
+// edit apply can make, so it must not be folded into a call site's match.
+bool touches(const Candidate& a, const Candidate& b) { return overlap(a.location, b.location); }
+
+bool share_a_stage(const Candidate& a, const Candidate& b) {
+  if (a.stages.empty() || b.stages.empty()) return true;
+  for (const std::string& s : a.stages)
+    if (std::find(b.stages.begin(), b.stages.end(), s) != b.stages.end()) return true;
+  return false;
+}
+
+}  // namespace
+
 bool same_chain(const Candidate& a, const Candidate& b) {
   if (a.status == Status::NoFusedOp || b.status == Status::NoFusedOp) return false;
   if (a.module != b.module) return false;
-  // The primary locations are where each replacement call would go: two
-  // matches of one rule on overlapping lines (a helper matched on its own and
-  // inlined into its caller) are one chain seen twice; two rules wanting to replace overlapping lines of one function are two ways
-  // of doing one edit (FIA prefill with or without a window may end a line
-  // apart), never two edits.
-  return a.location.file == b.location.file && a.location.start_line <= b.location.end_line &&
-         b.location.start_line <= a.location.end_line;
+  // A prefill-only and a decode-only replacement of one core are two entries,
+  // one per stage, not alternatives of each other.
+  if (!share_a_stage(a, b)) return false;
+  // Two matches of one rule on overlapping lines (a helper matched on its own
+  // and inlined into its caller) are one chain seen twice; two rules wanting to replace overlapping lines of one function are
+  // two ways of doing one edit (FIA prefill with or without a window may end
+  // a line apart), never two edits.
+  return touches(a, b);
 }
 
 bool prefer_order(const Candidate& a, const Candidate& b) {
@@ -63,10 +84,20 @@ void group_alternatives(std::vector<Candidate>& candidates) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (taken[i]) continue;
     std::vector<Candidate> group{std::move(candidates[i])};
-    for (size_t j = i + 1; j < candidates.size(); ++j) {
-      if (taken[j] || !same_chain(group.front(), candidates[j])) continue;
-      taken[j] = true;
-      group.push_back(std::move(candidates[j]));
+    // A chain's group is closed under same_chain: a match meeting any member
+    // joins it (the front may be a narrower match of a rule that a later
+    // member covers more widely).
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t j = i + 1; j < candidates.size(); ++j) {
+        if (taken[j]) continue;
+        bool meets = std::any_of(group.begin(), group.end(),
+                                 [&](const Candidate& g) { return same_chain(g, candidates[j]); });
+        if (!meets) continue;
+        taken[j] = true;
+        group.push_back(std::move(candidates[j]));
+        grew = true;
+      }
     }
     keep_widest_per_rule(group);
     std::stable_sort(group.begin(), group.end(), prefer_order);
