@@ -31,6 +31,23 @@ std::string read_file(const std::string& path, size_t limit) {
   return data;
 }
 
+namespace {
+
+mode_t file_mode_for(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+  // umask can only be read by setting it: read once, before any worker thread
+  // creates files through here.
+  static const mode_t mask = [] {
+    mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
+  }();
+  return static_cast<mode_t>(0666 & ~mask);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& data) {
   namespace fs = std::filesystem;
   fs::path target(path);
@@ -38,6 +55,10 @@ void write_file_atomic(const std::string& path, const std::string& data) {
   std::string tmpl = (dir / (".npufuse-tmp-" + target.filename().string() + ".XXXXXX")).string();
   int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw FileError(fmt::format("{}: cannot create temporary file: {}", path, std::strerror(errno)));
+  // mkstemp creates the file 0600. The result keeps the mode of the file it
+  // replaces (a user's model source), or gets the mode a plain create would
+  // give under the process's umask.
+  ::fchmod(fd, file_mode_for(path));
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);

@@ -117,6 +117,7 @@ std::string report_markdown(const VerifyReport& report) {
     std::string note = c.precision.text("cut_note").empty() ? c.spec.cut_note : c.precision.text("cut_note");
     if (!note.empty()) md += fmt::format("- cut note: {}\n", note);
     if (!c.spec.sizes_note.empty()) md += fmt::format("- sizes: {}\n", c.spec.sizes_note);
+    if (!c.precision.text("dtype_note").empty()) md += fmt::format("- dtype: {}\n", c.precision.text("dtype_note"));
     md += fmt::format("- performance: {}\n", performance_words(c.precision, c.spec));
     if (c.model_check) md += fmt::format("- {}\n", model_check_words(*c.model_check));
     for (const std::string& m : c.manual) md += fmt::format("- manual: {}\n", m);

