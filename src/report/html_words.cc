@@ -191,33 +191,4 @@ const HtmlWords kZh = {
 
 const HtmlWords& html_words(Lang lang) { return lang == Lang::Zh ? kZh : kEn; }
 
-std::string status_label(plan::Status s, Lang lang) {
-  if (lang == Lang::En) return status_word(s);
-  switch (s) {
-    case plan::Status::Candidate: return "候选";
-    case plan::Status::CandidateWithPrerequisites: return "候选（需前置改造）";
-    case plan::Status::NotApplicable: return "不适配";
-    case plan::Status::NoFusedOp: return "无现成融合算子";
-  }
-  return status_word(s);
-}
-
-std::string answer_label(check::Answer a, Lang lang) {
-  if (lang == Lang::En) return check::answer_name(a);
-  switch (a) {
-    case check::Answer::Holds: return "满足";
-    case check::Answer::Violated: return "违反";
-    case check::Answer::Unknown: return "未知";
-    case check::Answer::NotApplicable: return "不涉及";
-  }
-  return check::answer_name(a);
-}
-
-std::string stage_label(const std::string& stage, Lang lang) {
-  if (lang == Lang::En) return stage;
-  if (stage == "prefill") return "Prefill";
-  if (stage == "decode") return "Decode";
-  return stage;
-}
-
 }  // namespace npufuse::report

@@ -7,6 +7,7 @@
 #include "check/evaluate.h"
 #include "plan/plan.h"
 #include "report/plan_markdown.h"
+#include "report/plan_names.h"
 
 namespace npufuse::report {
 
@@ -101,8 +102,5 @@ struct HtmlWords {
 };
 
 const HtmlWords& html_words(Lang lang);
-std::string status_label(plan::Status s, Lang lang);
-std::string answer_label(check::Answer a, Lang lang);
-std::string stage_label(const std::string& stage, Lang lang);
 
 }  // namespace npufuse::report

@@ -251,39 +251,9 @@ const Words kZh = {
     "假定",
 };
 
-std::string status_text(Status s, Lang lang) {
-  if (lang == Lang::En) return status_word(s);
-  switch (s) {
-    case Status::Candidate: return "候选";
-    case Status::CandidateWithPrerequisites: return "候选（需前置改造）";
-    case Status::NotApplicable: return "不适配";
-    case Status::NoFusedOp: return "无现成融合算子";
-  }
-  return status_word(s);
-}
-
-std::string answer_text(check::Answer a, Lang lang) {
-  if (lang == Lang::En) return check::answer_name(a);
-  switch (a) {
-    case check::Answer::Holds: return "满足";
-    case check::Answer::Violated: return "违反";
-    case check::Answer::Unknown: return "未知";
-    case check::Answer::NotApplicable: return "不涉及";
-  }
-  return check::answer_name(a);
-}
-
-std::string stage_text(const std::string& stage, Lang lang) {
-  if (lang == Lang::En) return stage;
-  if (stage == "prefill") return "Prefill";
-  if (stage == "decode") return "Decode";
-  if (stage == "both") return "Prefill + Decode";
-  return stage;
-}
-
 std::string stages_text(const std::vector<std::string>& stages, Lang lang) {
   std::vector<std::string> words;
-  for (const auto& s : stages) words.push_back(stage_text(s, lang));
+  for (const auto& s : stages) words.push_back(stage_label(s, lang));
   return join(words, ", ");
 }
 
@@ -371,7 +341,7 @@ class Writer {
     line(fmt::format("| {} | {} / {} / {} |", w_.parallel, parallel_size("tp", o.tp), count_or_dash(o.ep),
                      count_or_dash(o.dp)));
     line(fmt::format("| {} | {} |", w_.quant, or_unknown(o.quant)));
-    line(fmt::format("| {} | {} |", w_.stage, stage_text(o.stage, lang_)));
+    line(fmt::format("| {} | {} |", w_.stage, stage_label(o.stage, lang_)));
     line(fmt::format("| {} | {} |", w_.torch_npu, or_unknown(o.torch_npu_version)));
     line(fmt::format("| {} | {} |", w_.rules, o.rules_dir.empty() ? w_.embedded : "`" + cell(o.rules_dir) + "`"));
     line(fmt::format("| {} | {} |", w_.catalog, o.catalog_dir.empty() ? w_.embedded : "`" + cell(o.catalog_dir) + "`"));
@@ -482,12 +452,12 @@ class Writer {
   }
 
   void candidate(const Candidate& c, int number) {
-    line(fmt::format("#### {}. {} — {}", number, title_of(c), status_text(c.status, lang_)));
+    line(fmt::format("#### {}. {} — {}", number, title_of(c), status_label(c.status, lang_)));
     line();
     if (!c.alternatives.empty()) {
       std::vector<std::string> others;
       for (const Candidate& a : c.alternatives)
-        others.push_back(fmt::format("`{}` ({})", a.rule, status_text(a.status, lang_)));
+        others.push_back(fmt::format("`{}` ({})", a.rule, status_label(a.status, lang_)));
       line(fmt::format("- {}: {}", w_.alternatives, join(others, ", ")));
     }
     details(c);
@@ -495,7 +465,7 @@ class Writer {
     char letter = 'a';
     for (const Candidate& a : c.alternatives) {
       line(fmt::format("##### {}{}. {} ({}) — {}", number, letter++, title_of(a), w_.alternative,
-                       status_text(a.status, lang_)));
+                       status_label(a.status, lang_)));
       line();
       details(a);
     }
@@ -559,9 +529,9 @@ class Writer {
         std::string what = pick(ch.message_en, ch.message_zh, lang_);
         if (!ch.evidence.empty()) what += " (" + join(ch.evidence, "; ") + ")";
         std::string constraint = "`" + cell(ch.constraint_id) + "`";
-        if (!ch.stage.empty()) constraint += " (" + stage_text(ch.stage, lang_) + ")";
+        if (!ch.stage.empty()) constraint += " (" + stage_label(ch.stage, lang_) + ")";
         line(fmt::format("| `{}` | {} | **{}** | {} | {} | {} |", cell(ch.api), constraint,
-                         answer_text(ch.answer, lang_), cell(ch.severity), cell(what), cell(ch.doc)));
+                         answer_label(ch.answer, lang_), cell(ch.severity), cell(what), cell(ch.doc)));
       }
     }
     if (!c.missing_facts.empty()) {
