@@ -38,18 +38,9 @@ void keep_widest_per_rule(std::vector<Candidate>& group) {
   group = std::move(kept);
 }
 
-}  // namespace
-
-namespace {
-
 bool overlap(const Location& a, const Location& b) {
   return a.file == b.file && a.start_line <= b.end_line && b.start_line <= a.end_line;
 }
-
-// Where the replacement calls would go. Parts are not compared: one helper
-// (a norm class) serves many call sites, and its own standalone match is the
-// edit apply can make, so it must not be folded into a call site's match.
-bool touches(const Candidate& a, const Candidate& b) { return overlap(a.location, b.location); }
 
 bool share_a_stage(const Candidate& a, const Candidate& b) {
   if (a.stages.empty() || b.stages.empty()) return true;
@@ -66,11 +57,14 @@ bool same_chain(const Candidate& a, const Candidate& b) {
   // A prefill-only and a decode-only replacement of one core are two entries,
   // one per stage, not alternatives of each other.
   if (!share_a_stage(a, b)) return false;
-  // Two matches of one rule on overlapping lines (a helper matched on its own
-  // and inlined into its caller) are one chain seen twice; two rules wanting to replace overlapping lines of one function are
-  // two ways of doing one edit (FIA prefill with or without a window may end
-  // a line apart), never two edits.
-  return touches(a, b);
+  // The primary locations are where each replacement call would go. Two
+  // matches of one rule on overlapping lines (a helper matched on its own and
+  // inlined into its caller) are one chain seen twice; two rules wanting to
+  // replace overlapping lines of one function are two ways of doing one edit
+  // (FIA prefill with or without a window may end a line apart). Parts are not
+  // compared: one helper (a norm class) serves many call sites, and its own
+  // standalone match is the edit apply can make.
+  return overlap(a.location, b.location);
 }
 
 bool prefer_order(const Candidate& a, const Candidate& b) {

@@ -36,8 +36,9 @@ namespace {
 mode_t file_mode_for(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
-  // umask can only be read by setting it: read once, before any worker thread
-  // creates files through here.
+  // umask can only be read by setting it, which is process-wide: it is read
+  // once (thread-safe static), so the short window with umask 0 happens at
+  // most once per process; mkstemp's explicit 0600 is not affected by it.
   static const mode_t mask = [] {
     mode_t m = ::umask(0);
     ::umask(m);

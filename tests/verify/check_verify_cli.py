@@ -136,6 +136,11 @@ KNOWN_ROLLBACKS = {
 }
 
 
+def rule_and_line(candidate_id):
+    """`norm.rms_norm@path/model.py:137` -> `norm.rms_norm:137`, the key of KNOWN_ROLLBACKS."""
+    return candidate_id.split("@")[0] + ":" + candidate_id.rsplit(":", 1)[-1]
+
+
 def case_models(args, src, tmp, problems):
     names = args.model.split(",") if args.model else sorted(
         p.name for p in (src / "tests" / "models").iterdir() if (p / "model.py").exists())
@@ -156,11 +161,10 @@ def case_models(args, src, tmp, problems):
         expected = KNOWN_ROLLBACKS.get(name, {})
         for c in rolled:
             print(f"  rolled back {c['id']}: {c['conclusion']}")
-            rule_and_line = c["id"].split("@")[0] + ":" + c["id"].rsplit(":", 1)[-1]
-            if expected.get(rule_and_line, "\0") not in c["conclusion"]:
+            if expected.get(rule_and_line(c["id"]), "\0") not in c["conclusion"]:
                 problems.append(f"{name}: {c['id']} was rolled back: {c['conclusion']}")
         for key in expected:
-            if not any(c["id"].split("@")[0] + ":" + c["id"].rsplit(":", 1)[-1] == key for c in rolled):
+            if not any(rule_and_line(c["id"]) == key for c in rolled):
                 problems.append(f"{name}: {key} was expected to be rolled back and was not (update KNOWN_ROLLBACKS)")
         for c in kept:
             mc = c.get("model_check") or {}
