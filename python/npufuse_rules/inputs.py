@@ -78,6 +78,10 @@ def _make(spec, sizes, act_dtype, gen):
     elif init == "uniform":
         low, high = spec.get("low", -1.0), spec.get("high", 1.0)
         t = torch.rand(shape, generator=gen) * (high - low) + low
+    elif init == "half_repeated":  # a RoPE cos/sin table: the last axis is cat(h, h), as cat(freqs, freqs).cos() gives
+        head = list(shape[:-1]) + [shape[-1] // 2]
+        h = torch.rand(head, generator=gen) * 2 - 1
+        t = torch.cat((h, h), dim=-1)
     elif init == "ones_noise":
         t = 1.0 + 0.1 * torch.randn(shape, generator=gen)
     elif init == "unit_complex":  # e^(i*theta): a rotary frequency table (freqs_cis)

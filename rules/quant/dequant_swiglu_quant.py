@@ -97,6 +97,27 @@ def search(gate_up_i32, weight_scale, activation_scale):
     return a_q, scale.squeeze(-1)
 
 
+
+def search_slices(gate_up_i32, weight_scale, activation_scale):
+    # A module's forward: halves by slicing, the token scale unsqueezed.
+    h = gate_up_i32.float() * weight_scale * activation_scale.unsqueeze(-1)
+    d = h.shape[-1] // 2
+    a = F.silu(h[..., :d]) * h[..., d:]
+    scale = a.abs().amax(dim=-1, keepdim=True) / 127.0
+    a_q = torch.round(a / scale).clamp(-128, 127).to(torch.int8)
+    return a_q, scale.squeeze(-1)
+
+
+def search_split_reciprocal(gate_up_i32, weight_scale, activation_scale):
+    # SiLU written out with sigmoid, the row maximum by torch.max, and the quantiser
+    # multiplying by 127 / max instead of dividing by max / 127.
+    h = gate_up_i32.float() * weight_scale * activation_scale.view(-1, 1)
+    gate, up = torch.split(h, h.shape[-1] // 2, dim=-1)
+    a = gate * torch.sigmoid(gate) * up
+    peak = torch.max(a.abs(), dim=-1, keepdim=True)[0]
+    a_q = torch.clamp(torch.round(a * (127.0 / peak)), -128, 127).to(torch.int8)
+    return a_q, (peak / 127.0).squeeze(-1)
+
 def replace(gate_up_i32, weight_scale, activation_scale):
     return torch_npu.npu_dequant_swiglu_quant(
         gate_up_i32, weight_scale=weight_scale, activation_scale=activation_scale,

@@ -94,6 +94,12 @@ def search_linear(x_q, x_scale, weight_q, weight_scale):
     return (acc * weight_scale * x_scale.unsqueeze(-1)).to(torch.bfloat16)
 
 
+
+def search_operator_views(x_q, x_scale, weight_q, weight_scale):
+    # `@` with `.T`, both scales shaped by view.
+    acc = x_q.float() @ weight_q.float().T
+    return (acc * x_scale.view(-1, 1) * weight_scale.view(1, -1)).bfloat16()
+
 def replace(x_q, x_scale, weight_q, weight_scale):
     return torch_npu.npu_quant_matmul(x_q, weight_q.t().contiguous(), weight_scale,
                                       pertoken_scale=x_scale, output_dtype=torch.bfloat16)
