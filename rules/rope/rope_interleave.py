@@ -102,6 +102,15 @@ def search(q, k, cos, sin):
     return q * c + q_turned * s, k * c + k_turned * s
 
 
+
+def search_last_axis(q, k, cos, sin):
+    # The repeat along the last axis named as -1 (a model that never fixes the rank).
+    c = cos[:, :, None, :].repeat_interleave(2, dim=-1)
+    s = sin[:, :, None, :].repeat_interleave(2, dim=-1)
+    q_turned = torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2)
+    k_turned = torch.stack((-k[..., 1::2], k[..., ::2]), dim=-1).flatten(-2)
+    return q * c + q_turned * s, k * c + k_turned * s
+
 def search_even_odd(q, k, cos, sin):
     c = cos.unsqueeze(2)
     s = sin.unsqueeze(2)
