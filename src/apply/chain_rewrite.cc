@@ -7,6 +7,7 @@
 #include <set>
 #include <variant>
 
+#include "apply/binding_spelling.h"
 #include "apply/chain_block.h"
 #include "apply/module_buffer.h"
 #include "apply/replacement.h"
@@ -341,9 +342,23 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, line), here};
   }
 
-  std::string missing;
-  request.arguments = arguments_in(*fn, c, sources, missing);
-  if (!missing.empty()) return Refused{missing, here};
+  if (fn->qualified == c.apply_function) {
+    // Matched in fn itself: each binding spelt where the replacement goes.
+    SpellingRequest spelling{&*fn, run.front()->begin, {}, rule.replace};
+    for (const ast::stmt* s : run) {
+      if (auto k = kept.find(s); k != kept.end())
+        for (const auto& [range, name] : k->second.results) spelling.removed.emplace_back(range.begin, range.end);
+      else
+        spelling.removed.emplace_back(s->begin, s->end);
+    }
+    SpelledBindings spelled = spell_bindings(c, spelling);
+    if (!spelled.refusal.empty()) return Refused{spelled.refusal, here};
+    request.arguments = std::move(spelled.arguments);
+  } else {
+    std::string missing;
+    request.arguments = arguments_in(*fn, c, sources, missing);
+    if (!missing.empty()) return Refused{missing, here};
+  }
   // The replacement runs before the kept statements: a binding must not
   // read a name one of them assigns.
   std::set<std::string> assigned_by_kept;

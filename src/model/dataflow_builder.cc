@@ -607,6 +607,7 @@ class Builder {
       ins.push_back(expr(a->value));
       labels.push_back("");
       arguments(c, ins, labels);
+      if (a->attr == "square" || a->attr == "square_") implicit_exponent_two(ins, labels, c);
       CanonicalOp op = canonical_call(a->attr);
       OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
       if (op.name == "update" || op.name == "append" || op.name == "get_seq_length") cls = OpClass::Call;
@@ -828,9 +829,17 @@ class Builder {
     return result;
   }
 
+  // `square` is canonically `pow`: its exponent 2 is made explicit so that
+  // x.square(), torch.square(x), x.pow(2) and x ** 2 are one dataflow.
+  void implicit_exponent_two(std::vector<int>& ins, std::vector<std::string>& labels, const ast::Call* c) {
+    ins.push_back(emit_value("const", OpClass::Constant, {}, {"2"}, c));
+    labels.push_back("");
+  }
+
   int function_op(const std::string& qualified, std::vector<int> ins, std::vector<std::string> labels, const ast::Call* c) {
     std::string head = qualified.substr(0, qualified.find('.'));
     if (head == "torch" || head == "math") {
+      if (qualified == "torch.square") implicit_exponent_two(ins, labels, c);
       CanonicalOp op = canonical_call(qualified);
       OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
       int out = emit_value(op.name, cls, std::move(ins), std::move(labels), c, op.in_place);

@@ -7,8 +7,16 @@ Candidate::SourceRange range_of(const model::DataflowOp& op) {
   return Candidate::SourceRange{op.file ? op.file->path : std::string(), op.begin, op.end};
 }
 
-// Ops that compute something; inputs, literals, attribute reads and tuple
-// plumbing have no statement of their own to rewrite.
+Candidate::BindingOrigin origin_of(const model::DataflowOp& op) {
+  using Kind = Candidate::BindingOrigin::Kind;
+  if (op.cls == model::OpClass::Input) return {Kind::Parameter, range_of(op)};
+  if (op.name == "phi") return {Kind::Merge, range_of(op)};
+  if (computes(op)) return {Kind::Expression, range_of(op)};
+  return {Kind::Other, range_of(op)};
+}
+
+}  // namespace
+
 bool computes(const model::DataflowOp& op) {
   switch (op.cls) {
     case model::OpClass::Compute:
@@ -21,8 +29,6 @@ bool computes(const model::DataflowOp& op) {
       return false;
   }
 }
-
-}  // namespace
 
 void fill_apply_site(const MatchSite& site, Candidate& c) {
   const match::Match& m = site.match;
@@ -38,7 +44,10 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
     c.apply_outputs.push_back(v.producer >= 0 ? range_of(g.ops[static_cast<size_t>(v.producer)]) : Candidate::SourceRange{});
     c.apply_output_names.push_back(v.name);
   }
-  for (const match::Binding& b : m.bindings) c.apply_bindings.emplace_back(b.parameter, b.text);
+  for (const match::Binding& b : m.bindings) {
+    c.apply_bindings.emplace_back(b.parameter, b.text);
+    c.apply_binding_origins.push_back(b.value >= 0 ? origin_of(g.producer_of(b.value)) : Candidate::BindingOrigin{});
+  }
 }
 
 }  // namespace npufuse::plan

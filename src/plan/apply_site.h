@@ -7,6 +7,11 @@
 
 namespace npufuse::plan {
 
+// Ops that compute something; inputs, literals, attribute reads and tuple
+// plumbing (merges after an if, packing and unpacking) have no statement of
+// their own to rewrite.
+bool computes(const model::DataflowOp& op);
+
 void fill_apply_site(const MatchSite& site, Candidate& candidate);
 
 }  // namespace npufuse::plan

@@ -105,6 +105,20 @@ struct Candidate {
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
   std::vector<std::pair<std::string, std::string>> apply_bindings;  // replace parameter -> model expression text
+  // What produced each bound value (parallel to apply_bindings), so apply can
+  // tell whether the binding's text still names that value where the
+  // replacement goes (apply/binding_spelling.h).
+  struct BindingOrigin {
+    enum class Kind {
+      Parameter,   // a parameter of the matched function (range: its def)
+      Merge,       // names merged after an if or a loop (range: that statement)
+      Expression,  // a computing op (range: its expression)
+      Other,       // attribute reads, literals, tuple plumbing: the text is the value
+    };
+    Kind kind = Kind::Other;
+    SourceRange range;
+  };
+  std::vector<BindingOrigin> apply_binding_origins;
 };
 
 // Step 4: the four review items of the analysis stage.

@@ -40,6 +40,32 @@ TEST_F(DataflowTest, FourSpellingsOfSquareAreOnePowOp) {
   }
 }
 
+// `square` has no exponent argument: the builder supplies the 2, so a rule
+// written with `pow(2)` meets a model written with `square()` and back.
+TEST_F(DataflowTest, SquareSpellingsReadTheExponentTwo) {
+  build("    a = x.square()\n    b = torch.square(x)\n    c = x.pow(2)\n    d = x ** 2\n    return a, b, c, d\n");
+  ASSERT_EQ(graph_.returns.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const DataflowOp& op = returned(i);
+    EXPECT_EQ(op.name, "pow") << graph_.dump();
+    ASSERT_EQ(op.inputs.size(), 2u) << "spelling " << i << ":\n" << graph_.dump();
+    EXPECT_EQ(graph_.producer_of(op.inputs[0]).cls, OpClass::Input);
+    const DataflowOp& exponent = graph_.producer_of(op.inputs[1]);
+    EXPECT_EQ(exponent.cls, OpClass::Constant) << "spelling " << i;
+    ASSERT_FALSE(exponent.attrs.empty());
+    EXPECT_EQ(exponent.attrs[0], "2") << "spelling " << i;
+  }
+}
+
+TEST_F(DataflowTest, InPlaceSquareReadsTheExponentTwo) {
+  build("    y = x.clone()\n    y.square_()\n    return y\n");
+  const DataflowOp& op = returned();
+  EXPECT_EQ(op.name, "pow") << graph_.dump();
+  EXPECT_TRUE(op.in_place);
+  ASSERT_EQ(op.inputs.size(), 2u) << graph_.dump();
+  EXPECT_EQ(graph_.producer_of(op.inputs[1]).attrs.at(0), "2");
+}
+
 TEST_F(DataflowTest, CastsAndViewsAreMarked) {
   build("    h = x.float().view(2, -1).transpose(1, 2)\n    y = h.to(torch.bfloat16).type_as(x)\n    return y[..., : 4]\n");
   std::vector<std::string> casts = names(OpClass::Cast);

@@ -1,0 +1,206 @@
+#include "apply/binding_spelling.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "frontend/parser.h"
+#include "model/ast_walk.h"
+
+namespace npufuse::apply {
+namespace {
+
+namespace ast = frontend::ast;
+using Origin = plan::Candidate::BindingOrigin;
+
+bool is_identifier(const std::string& text) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  return std::all_of(text.begin(), text.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
+
+// Code that runs in a scope of its own: its names are not fn's.
+bool own_scope(const ast::Node* n) {
+  return ast::as<ast::FunctionDef>(n) || ast::as<ast::AsyncFunctionDef>(n) || ast::as<ast::ClassDef>(n) ||
+         ast::as<ast::Lambda>(n) || ast::as<ast::ListComp>(n) || ast::as<ast::SetComp>(n) || ast::as<ast::DictComp>(n) ||
+         ast::as<ast::GeneratorExp>(n);
+}
+
+// Where fn's own code binds (or deletes) `name` in bytes [from, to).
+std::vector<const ast::Name*> stores_of(const ast::FunctionDef& fn, const std::string& name, uint32_t from, uint32_t to) {
+  std::vector<const ast::Name*> out;
+  for (const ast::stmt* s : fn.body)
+    model::walk(s, [&](const ast::Node* n) {
+      if (own_scope(n) || n->begin >= to || n->end <= from) return false;
+      if (auto* x = ast::as<ast::Name>(n); x && x->ctx != ast::expr_context::Load && x->id == name && x->begin >= from)
+        out.push_back(x);
+      return true;
+    });
+  return out;
+}
+
+bool is_parameter(const ast::FunctionDef& fn, const std::string& name) {
+  const ast::arguments* a = fn.args;
+  auto named = [&](const ast::arg* p) { return p && p->arg == name; };
+  for (const ast::arg* p : a->posonlyargs)
+    if (named(p)) return true;
+  for (const ast::arg* p : a->args)
+    if (named(p)) return true;
+  for (const ast::arg* p : a->kwonlyargs)
+    if (named(p)) return true;
+  return named(a->vararg) || named(a->kwarg);
+}
+
+// Statement kinds come first in NodeKind, from FunctionDef to TypeAlias.
+bool is_statement(const ast::Node* n) {
+  return n->kind >= ast::NodeKind::FunctionDef && n->kind <= ast::NodeKind::TypeAlias;
+}
+
+bool holds(const ast::Node* n, uint32_t at) { return n->begin <= at && at < n->end; }
+
+// The statements of fn that hold byte `at`, outermost first.
+std::vector<const ast::stmt*> statements_around(const ast::FunctionDef& fn, uint32_t at) {
+  std::vector<const ast::stmt*> out;
+  for (const ast::stmt* s : fn.body)
+    model::walk(s, [&](const ast::Node* n) {
+      if (!holds(n, at) || (own_scope(n) && n != s)) return false;
+      if (is_statement(n)) out.push_back(static_cast<const ast::stmt*>(n));
+      return true;
+    });
+  return out;
+}
+
+bool same_range(const Origin& o, const std::string& file, const ast::Node* n) {
+  return o.range.file == file && o.range.begin == n->begin && o.range.end == n->end;
+}
+
+// Whether `name`, read at byte `point` of fn, holds the value `origin` produced.
+bool name_holds(const FunctionAt& fn, const std::string& name, const Origin& origin, uint32_t point) {
+  const std::string& file = fn.file->path;
+  std::vector<const ast::Name*> stores = stores_of(*fn.fn, name, fn.fn->body[0]->begin, point);
+  if (stores.empty())
+    return origin.kind == Origin::Kind::Parameter && is_parameter(*fn.fn, name) && same_range(origin, file, fn.fn);
+  const ast::Name* last = *std::max_element(stores.begin(), stores.end(),
+                                            [](const ast::Name* a, const ast::Name* b) { return a->begin < b->begin; });
+  if (last->ctx == ast::expr_context::Del) return false;
+
+  // A store inside an if or a loop that does not hold the edit point reaches
+  // it through the names merged after that statement (a `with` body always runs).
+  std::vector<const ast::stmt*> around = statements_around(*fn.fn, last->begin);
+  for (const ast::stmt* s : around) {
+    if (holds(s, point) || ast::as<ast::With>(s) || ast::as<ast::AsyncWith>(s)) continue;
+    bool merges = ast::as<ast::If>(s) || ast::as<ast::For>(s) || ast::as<ast::AsyncFor>(s) || ast::as<ast::While>(s);
+    if (!merges) {
+      if (s == around.back()) break;  // the simple statement that binds the name
+      return false;                  // try/match: which clause ran is not known
+    }
+    return origin.kind == Origin::Kind::Merge && same_range(origin, file, s);
+  }
+  if (around.empty() || origin.kind != Origin::Kind::Expression) return false;
+  const ast::stmt* binder = around.back();
+  const ast::expr* value = nullptr;
+  if (auto* a = ast::as<ast::Assign>(binder); a && a->targets.size == 1 && a->targets[0] == last) value = a->value;
+  if (auto* a = ast::as<ast::AnnAssign>(binder); a && a->target == last) value = a->value;
+  if (auto* a = ast::as<ast::AugAssign>(binder); a && a->target == last) return same_range(origin, file, binder);
+  if (!value) return false;
+  if (same_range(origin, file, value)) return true;
+  // `name = self.norm(x)`: the value is computed inside the called helper.
+  bool from_helper = origin.range.file != file || origin.range.end <= fn.fn->body[0]->begin || origin.range.begin >= fn.fn->end;
+  return from_helper && ast::as<ast::Call>(value);
+}
+
+int reads_of(const ast::FunctionDef& replace, const std::string& param) {
+  int n = 0;
+  for (const ast::stmt* s : replace.body)
+    model::walk(s, [&](const ast::Node* x) {
+      if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load && name->id == param) ++n;
+      return true;
+    });
+  return n;
+}
+
+std::string line_at(const FunctionAt& fn, uint32_t at) {
+  return fmt::format("{}:{}", fn.file->path, fn.file->parsed->source.line_col(at).line);
+}
+
+// The source of the expression that computed the bound value, when the edit
+// removes that expression anyway (so moving it into the replacement computes
+// it once, where it was computed before) and what it reads is not
+// reassigned by an earlier replaced statement.
+std::optional<std::string> moved_expression(const Origin& origin, const SpellingRequest& r, std::string& why) {
+  const FunctionAt& fn = *r.fn;
+  if (origin.kind != Origin::Kind::Expression || origin.range.file != fn.file->path) return std::nullopt;
+  auto removed = std::find_if(r.removed.begin(), r.removed.end(), [&](const auto& range) {
+    return range.first <= origin.range.begin && origin.range.end <= range.second;
+  });
+  if (removed == r.removed.end()) return std::nullopt;
+  std::string_view source = fn.file->parsed->source.text();
+  std::string text(source.substr(origin.range.begin, origin.range.end - origin.range.begin));
+  std::set<std::string> reads;
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    model::walk(parsed->expr, [&](const ast::Node* x) {
+      if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load) reads.insert(std::string(name->id));
+      return true;
+    });
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  for (const std::string& name : reads)
+    if (!stores_of(*fn.fn, name, r.edit_point, removed->first).empty()) {
+      why = fmt::format("'{}' is assigned again between {} and {}", name, line_at(fn, r.edit_point),
+                        line_at(fn, origin.range.begin));
+      return std::nullopt;
+    }
+  return text;
+}
+
+}  // namespace
+
+SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& r) {
+  SpelledBindings out;
+  std::map<std::pair<uint32_t, uint32_t>, int> moved_uses;  // a moved expression must be computed once
+  for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
+    const auto& [param, text] = c.apply_bindings[i];
+    Origin origin = i < c.apply_binding_origins.size() ? c.apply_binding_origins[i] : Origin{};
+    // "1 / x": a parameter the model divides by.
+    std::string prefix = text.rfind("1 / ", 0) == 0 ? "1 / " : "";
+    std::string name = text.substr(prefix.size());
+    if (origin.kind == Origin::Kind::Other || !is_identifier(name) || name_holds(*r.fn, name, origin, r.edit_point)) {
+      out.arguments[param] = text;
+      continue;
+    }
+    std::string why;
+    if (std::optional<std::string> moved = moved_expression(origin, r, why)) {
+      int& uses = moved_uses[{origin.range.begin, origin.range.end}];
+      uses += r.replace ? reads_of(*r.replace, param) : 1;
+      if (uses > 1) {
+        out.refusal = fmt::format("{} is `{}` ({}), which the replacement would compute more than once; edit it by hand",
+                                  param, *moved, line_at(*r.fn, origin.range.begin));
+        return out;
+      }
+      out.arguments[param] = prefix.empty() ? *moved : prefix + "(" + *moved + ")";
+      continue;
+    }
+    std::string where = origin.range.file == r.fn->file->path && origin.range.end > origin.range.begin
+                            ? line_at(*r.fn, origin.range.begin)
+                            : origin.range.file;
+    out.refusal = fmt::format(
+        "{} is bound to the value made at {}, but '{}' does not hold that value at {}{}; edit it by hand", param, where,
+        name, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")");
+    return out;
+  }
+  return out;
+}
+
+bool names_unchanged_parameter(const plan::Candidate& c, size_t index, const FunctionAt& fn, uint32_t point) {
+  if (index >= c.apply_bindings.size() || index >= c.apply_binding_origins.size()) return false;
+  const std::string& name = c.apply_bindings[index].second;
+  const Origin& origin = c.apply_binding_origins[index];
+  return origin.kind == Origin::Kind::Parameter && is_identifier(name) && name_holds(fn, name, origin, point);
+}
+
+}  // namespace npufuse::apply

@@ -1,0 +1,44 @@
+#pragma once
+// How the replacement spells each value a chain was bound to. The matcher
+// names a bound value by the first name it was given, which may be a name of
+// an inlined helper (the norm's `hidden_states` for the view the attention
+// forward passes it) or a name the function has since bound to something
+// else (`x = x.to(torch.float32)`). So a name is used only when, at the place
+// the replacement goes, it provably still holds the bound value; otherwise
+// the expression that computed the value is moved into the replacement when
+// the rewrite removes it anyway; otherwise the binding is refused with the
+// reason.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apply/source_functions.h"
+#include "frontend/ast.h"
+#include "plan/plan.h"
+
+namespace npufuse::apply {
+
+struct SpellingRequest {
+  const FunctionAt* fn = nullptr;  // the function the replacement is written into
+  uint32_t edit_point = 0;         // first byte of the replaced statements
+  // Byte ranges of fn whose code the edit removes: the removed statements and
+  // the results cut out of kept statements.
+  std::vector<std::pair<uint32_t, uint32_t>> removed;
+  const frontend::ast::FunctionDef* replace = nullptr;  // the rule's replace function
+};
+
+struct SpelledBindings {
+  std::map<std::string, std::string> arguments;  // replace parameter -> text inside fn
+  std::string refusal;                           // non-empty: no safe spelling for some binding
+};
+
+// For a candidate matched in fn itself (c.apply_function == fn's name).
+SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& request);
+
+// Whether binding `index` of `c` is fn's parameter of that name, unchanged
+// from fn's entry to `point`: what a harness can feed by calling fn.
+bool names_unchanged_parameter(const plan::Candidate& c, size_t index, const FunctionAt& fn, uint32_t point);
+
+}  // namespace npufuse::apply

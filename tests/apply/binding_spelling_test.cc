@@ -1,0 +1,135 @@
+// How a replacement spells the values its chain was bound to: a name only
+// where it still holds the value, else the expression that computed it when
+// the rewrite removes that expression, else a manual step saying why.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "apply/patch_plan.h"
+#include "apply_test_support.h"
+#include "plan/analyze.h"
+#include "report/plan_json.h"
+
+namespace npufuse::apply {
+namespace {
+
+using testing::ScratchDir;
+
+// Writes `model` as dir/model.py with a small config, analyses it, and
+// makes every patch the plan allows.
+PatchSet patches_of(const ScratchDir& dir, const std::string& model) {
+  write_file_atomic(dir.file("model.py"), model);
+  write_file_atomic(dir.file("config.json"),
+                    R"({"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32, "torch_dtype": "bfloat16"})");
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.config = dir.file("config.json");
+  write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
+  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+}
+
+std::string listed(const PatchSet& set) {
+  std::string out = fmt::format("applied: {}\n", fmt::join(set.applied, ", "));
+  for (const ManualStep& m : set.manual) out += fmt::format("manual {}: {}: {}\n", m.candidate, m.where, m.what);
+  return out;
+}
+
+bool applied_at(const PatchSet& set, const std::string& rule, int line) {
+  std::string suffix = fmt::format(":{}", line);
+  return std::any_of(set.applied.begin(), set.applied.end(), [&](const std::string& id) {
+    return id.rfind(rule + "@", 0) == 0 && id.size() >= suffix.size() &&
+           id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0;
+  });
+}
+
+constexpr const char* kNorm =
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "\n"
+    "\n"
+    "class RMSNorm(nn.Module):\n"
+    "    def __init__(self, dim, eps=1e-6):\n"
+    "        super().__init__()\n"
+    "        self.eps = eps\n"
+    "        self.weight = nn.Parameter(torch.ones(dim))\n"
+    "\n"
+    "    def forward(self, hidden_states):\n"
+    "        x32 = hidden_states.to(torch.float32)\n"
+    "        inv_rms = torch.rsqrt(x32.square().mean(-1, keepdim=True) + self.eps)\n"
+    "        return self.weight * (x32 * inv_rms).to(hidden_states.dtype)\n";
+
+// The head norms read views the attention forward passes them; inside the
+// norm those views are called `hidden_states`, which in the attention forward
+// names its own input. The replacement must read the views.
+TEST(BindingSpelling, ViewPassedToAnInlinedNormIsMovedIntoTheReplacement) {
+  ScratchDir dir("spell_view");
+  std::string model = std::string(kNorm) +
+                      "\n\n"
+                      "class Attention(nn.Module):\n"
+                      "    def __init__(self, hidden, heads, head_dim):\n"
+                      "        super().__init__()\n"
+                      "        self.heads = heads\n"
+                      "        self.head_dim = head_dim\n"
+                      "        self.q_proj = nn.Linear(hidden, heads * head_dim, bias=False)\n"
+                      "        self.k_proj = nn.Linear(hidden, heads * head_dim, bias=False)\n"
+                      "        self.q_norm = RMSNorm(head_dim)\n"
+                      "        self.k_norm = RMSNorm(head_dim)\n"
+                      "\n"
+                      "    def forward(self, hidden_states):\n"
+                      "        b, s, _ = hidden_states.shape\n"
+                      "        q = self.q_norm(self.q_proj(hidden_states).view(b, s, self.heads, self.head_dim))\n"
+                      "        k = self.k_norm(self.k_proj(hidden_states).view(b, s, self.heads, self.head_dim))\n"
+                      "        return q * k\n";
+  PatchSet set = patches_of(dir, model);
+  ASSERT_TRUE(applied_at(set, "norm.qk_norm", 29)) << listed(set);
+  const std::string& patched = set.files.at(0).patched;
+  EXPECT_NE(patched.find("npu_rms_norm(self.q_proj(hidden_states).view(b, s, self.heads, self.head_dim), self.q_norm.weight"),
+            std::string::npos)
+      << patched;
+  EXPECT_NE(patched.find("npu_rms_norm(self.k_proj(hidden_states).view(b, s, self.heads, self.head_dim), self.k_norm.weight"),
+            std::string::npos)
+      << patched;
+  EXPECT_EQ(patched.find("npu_rms_norm(hidden_states, self.q_norm.weight"), std::string::npos) << patched;
+  // The projections are computed once: only inside the replacement.
+  EXPECT_EQ(patched.find("self.q_proj("), patched.rfind("self.q_proj(")) << patched;
+}
+
+// `x` named the value the norm reads until `x = other`; the norm reads it
+// through `y`. Its expression stays where it is, so there is no spelling.
+TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {
+  ScratchDir dir("spell_rebound");
+  std::string model =
+      "import torch\n"
+      "\n"
+      "\n"
+      "def aliased_norm(h, weight, other):\n"
+      "    x = h * 2.0\n"
+      "    y = x\n"
+      "    x = other\n"
+      "    y32 = y.to(torch.float32)\n"
+      "    y32 = y32 * torch.rsqrt(y32.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+      "    return weight * y32.to(y.dtype)\n"
+      "\n"
+      "\n"
+      "def plain_norm(h, weight):\n"
+      "    x = h * 2.0\n"
+      "    x32 = x.to(torch.float32)\n"
+      "    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+      "    return weight * x32.to(x.dtype)\n";
+  PatchSet set = patches_of(dir, model);
+  auto refused = std::find_if(set.manual.begin(), set.manual.end(),
+                              [](const ManualStep& m) { return m.candidate.rfind("norm.rms_norm@", 0) == 0; });
+  ASSERT_NE(refused, set.manual.end()) << listed(set);
+  EXPECT_NE(refused->what.find("'x' does not hold that value"), std::string::npos) << refused->what;
+  EXPECT_NE(refused->what.find("model.py:5"), std::string::npos) << refused->what;
+  EXPECT_FALSE(applied_at(set, "norm.rms_norm", 8)) << listed(set);
+  // The same chain where `x` still holds the value reads `x`.
+  ASSERT_TRUE(applied_at(set, "norm.rms_norm", 15)) << listed(set);
+  EXPECT_NE(set.files.at(0).patched.find("npu_rms_norm(x, weight, epsilon=1e-6)"), std::string::npos)
+      << set.files.at(0).patched;
+}
+
+}  // namespace
+}  // namespace npufuse::apply
