@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
@@ -19,8 +20,21 @@ namespace {
 
 Location location_of(const model::SourceSpan& s) { return Location{s.file, s.line, s.end_line > 0 ? s.end_line : s.line}; }
 
-std::string span_key(const match::Match& m) {
+// What makes two matches of one rule one chain: the source of the ops that
+// compute. A helper matched on its own and again inlined into its caller
+// covers the same expressions; the caller's match may add plumbing of its
+// own (the merges of an if-block around the call) that computes nothing and
+// must not make it a second chain. Matches with no computing op fall back on
+// their line spans.
+std::string chain_key(const match::Match& m) {
+  std::set<std::tuple<std::string, uint32_t, uint32_t>> computed;
+  for (int id : m.ops) {
+    const model::DataflowOp& op = m.target->ops[static_cast<size_t>(id)];
+    if (computes(op) && op.file) computed.emplace(op.file->path, op.begin, op.end);
+  }
   std::string key;
+  for (const auto& [file, begin, end] : computed) key += fmt::format("{}:{}-{};", file, begin, end);
+  if (!key.empty()) return key;
   for (const model::SourceSpan& s : m.spans) key += fmt::format("{}:{}-{};", s.file, s.line, s.end_line);
   return key;
 }
@@ -223,7 +237,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
   std::map<std::string, Group> groups;
   for (const MatchSite& site : matches) {
     if (!site.match.pattern || !site.match.pattern->rule || site.match.spans.empty()) continue;
-    std::string key = site.match.pattern->rule->id + "@" + span_key(site.match);
+    std::string key = site.match.pattern->rule->id + "@" + chain_key(site.match);
     if (!groups.count(key)) order.push_back(key);
     groups[key].sites.push_back(&site);
   }

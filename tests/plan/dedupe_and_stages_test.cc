@@ -1,6 +1,8 @@
-// One candidate per (rule, span) however many classes inline the chain;
+// One candidate per (rule, computed source) however many classes inline the chain;
 // stages from the rule, the branch the ops sit in, and --stage.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "plan/candidate_builder.h"
 #include "plan/stage_split.h"
@@ -62,6 +64,36 @@ TEST(Dedupe, DifferentSpansStayApartWithDistinctIds) {
                                       plain_context(no_facts));
   ASSERT_EQ(set.candidates.size(), 2u);
   EXPECT_NE(set.candidates[0].id, set.candidates[1].id);
+}
+
+// A helper matched on its own and again inlined into a caller that passes
+// its arguments through the merges of an if-block (GPT-J's `_attn` under
+// `if layer_past is not None`): the caller's match holds those merges too.
+// They compute nothing, so the two matches are one chain and one entry.
+TEST(Dedupe, HelperSeenAloneAndThroughItsCallersMergesIsOneCandidate) {
+  Source src(kModel);
+  rules::Rule rule = make_rule("attention.fia_prefill", "attention", {"npu_fused_infer_attention_score"}, {});
+  auto pattern = make_pattern(rule);
+  const model::FunctionDataflow& g = src.dataflow("attend");
+  MatchSite alone = make_match(*pattern, g, 7, 7, "attend");
+  MatchSite through_merge = make_match(*pattern, g, 7, 7, "Layer.forward", "Layer");
+  auto phi = std::find_if(g.ops.begin(), g.ops.end(), [](const model::DataflowOp& op) { return op.name == "phi"; });
+  ASSERT_NE(phi, g.ops.end()) << g.dump();
+  through_merge.match.ops.push_back(phi->id);
+  std::sort(through_merge.match.ops.begin(), through_merge.match.ops.end());
+  through_merge.match.spans = {model::SourceSpan{"model.py", phi->line, 7}};
+  check::FactSet no_facts;
+  CandidateSet set = build_candidates({alone, through_merge}, plain_context(no_facts));
+  ASSERT_EQ(set.candidates.size(), 1u);
+  EXPECT_EQ(set.candidates[0].location.start_line, 7);
+  bool told = false;
+  for (const std::string& e : set.candidates[0].evidence) told = told || e == "also seen inlined in Layer.forward";
+  EXPECT_TRUE(told);
+
+  // A caller's match that computes one more step is another chain.
+  MatchSite wider = make_match(*pattern, g, 7, 9, "Layer.forward", "Layer");
+  set = build_candidates({alone, wider}, plain_context(no_facts));
+  EXPECT_EQ(set.candidates.size(), 2u);
 }
 
 TEST(StageSplit, RequestedStageNarrowsAndEmptyIntersectionIsANote) {
