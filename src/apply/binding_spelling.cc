@@ -196,11 +196,4 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
   return out;
 }
 
-bool names_unchanged_parameter(const plan::Candidate& c, size_t index, const FunctionAt& fn, uint32_t point) {
-  if (index >= c.apply_bindings.size() || index >= c.apply_binding_origins.size()) return false;
-  const std::string& name = c.apply_bindings[index].second;
-  const Origin& origin = c.apply_binding_origins[index];
-  return origin.kind == Origin::Kind::Parameter && is_identifier(name) && name_holds(fn, name, origin, point);
-}
-
 }  // namespace npufuse::apply

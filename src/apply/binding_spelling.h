@@ -37,8 +37,4 @@ struct SpelledBindings {
 // For a candidate matched in fn itself (c.apply_function == fn's name).
 SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& request);
 
-// Whether binding `index` of `c` is fn's parameter of that name, unchanged
-// from fn's entry to `point`: what a harness can feed by calling fn.
-bool names_unchanged_parameter(const plan::Candidate& c, size_t index, const FunctionAt& fn, uint32_t point);
-
 }  // namespace npufuse::apply
