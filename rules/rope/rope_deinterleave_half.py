@@ -17,7 +17,12 @@ Use instead
     q_out = torch_npu.npu_interleave_rope(q, cos, sin)
 Fix safety
     Safe when D = 64, cos/sin have N = 1 (shape (B, 1, S, 64)) and the dtype is float16
-    or bfloat16; other D keep the torch code or use npu_rotary_mul after the reorder.
+    or bfloat16. The rope width is read from the config (qk_rope_head_dim), never
+    assumed: with another D the check fails and the plan says so. Other D keep the
+    reorder and use a half-mode kernel after it, or npu_rotary_mul(rotary_mode=
+    'interleave') on the original lanes with cos/sin repeated element-wise, whose output
+    is still in pair order and needs the even/odd reorder the model applies. Never a
+    half-mode kernel on the original lanes: that pairs x[i] with x[i + D/2].
 References
     catalog/rope/npu_interleave_rope.toml; pitfalls.md 4.2, 4.3; reference_chains.md
     module-attention-mla-absorb.
@@ -38,7 +43,7 @@ RULE = {
     "safety": "safe",
     "prerequisites": [],
     "checks": ["npu_interleave_rope:*"],
-    "facts": {"rotary_mode": "interleave", "layout": "BNSD", "rope_dim": 64},
+    "facts": {"rotary_mode": "interleave", "layout": "BNSD"},
     "inputs": {
         "q": {"shape": ["B", "N", "S", "D"], "dtype": "act"},
         "k": {"shape": ["B", "1", "S", "D"], "dtype": "act"},
@@ -68,8 +73,11 @@ RULE = {
 替代写法
     q_out = torch_npu.npu_interleave_rope(q, cos, sin)
 修复安全性
-    在D = 64、cos/sin的N = 1（形状(B, 1, S, 64)）且类型为float16或bfloat16时安全；其他D保留
-    torch代码，或在重排后使用npu_rotary_mul。
+    在D = 64、cos/sin的N = 1（形状(B, 1, S, 64)）且类型为float16或bfloat16时安全。rope宽度从配置
+    （qk_rope_head_dim）读取而非假定：D不同时检查失败，计划会说明。其他D保留重排并在其后使用half模式
+    内核，或在原始通道上使用npu_rotary_mul(rotary_mode='interleave')并把cos/sin逐元素重复，其输出
+    仍为成对顺序，需要模型所做的偶/奇重排。绝不能在原始通道上使用half模式内核：那会把x[i]与
+    x[i + D/2]配对。
 参考
     catalog/rope/npu_interleave_rope.toml；pitfalls.md 4.2、4.3；reference_chains.md
     module-attention-mla-absorb。
