@@ -131,5 +131,27 @@ TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {
       << set.files.at(0).patched;
 }
 
+// After `if residual is not None: x = x + ...` the norm reads the merge of
+// both arms; `x` names that merge where the replacement goes, so it is used.
+TEST(BindingSpelling, NameOfTheMergeAfterAnIfIsUsed) {
+  ScratchDir dir("spell_merge");
+  std::string model =
+      "import torch\n"
+      "\n"
+      "\n"
+      "def merged_norm(x, residual, weight):\n"
+      "    orig_dtype = x.dtype\n"
+      "    x = x.to(torch.float32)\n"
+      "    if residual is not None:\n"
+      "        x = x + residual.to(torch.float32)\n"
+      "    variance = x.pow(2).mean(dim=-1, keepdim=True)\n"
+      "    x = x * torch.rsqrt(variance + 1e-6)\n"
+      "    return x.to(orig_dtype) * weight\n";
+  PatchSet set = patches_of(dir, model);
+  ASSERT_TRUE(applied_at(set, "norm.rms_norm", 9)) << listed(set);
+  EXPECT_NE(set.files.at(0).patched.find("return torch_npu.npu_rms_norm(x, weight, epsilon=1e-6)[0]"), std::string::npos)
+      << set.files.at(0).patched;
+}
+
 }  // namespace
 }  // namespace npufuse::apply
