@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "match/op_arguments.h"
 #include "match/op_signature.h"
 #include "match/size_expression.h"
 #include "match/value_view.h"
@@ -18,39 +19,6 @@ namespace {
 using model::DataflowOp;
 using model::FunctionDataflow;
 using model::OpClass;
-
-struct Arg {
-  std::string key;
-  int value = -1;
-};
-
-// Ops whose attrs are argument labels ("dim=") rather than a payload.
-bool has_labels(const DataflowOp& op) {
-  switch (op.cls) {
-    case OpClass::Compute:
-    case OpClass::Cast:
-    case OpClass::View:
-    case OpClass::Module:
-    case OpClass::Call: return op.name != "opaque";
-    case OpClass::Slice: return true;
-    default: return false;
-  }
-}
-
-std::vector<Arg> arguments(const DataflowOp& op) {
-  std::vector<Arg> out;
-  size_t positional = 0;
-  bool labelled = has_labels(op);
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    std::string label = labelled && i < op.attrs.size() ? op.attrs[i] : "";
-    std::string key;
-    if (label.empty()) key = positional_key(op.name, positional++);
-    else if (label.back() == '=') key = keyword_key(label);
-    else key = label + std::to_string(i);  // *args, **kwargs
-    out.push_back({key, op.inputs[i]});
-  }
-  return out;
-}
 
 // Same computation by name and payload (attribute name, global, slice shape).
 bool same_kind(const DataflowOp& p, const DataflowOp& t) {
@@ -132,7 +100,7 @@ class Walk {
       }
     if (!ok) {
       a.reason = best_.reason;
-      a.trace = best_.trace;
+      a.trace = trace_text(best_.trace);
       a.failed_at = best_.at;
     }
     if (lenient_ && !s.refusal.empty()) {
@@ -163,10 +131,16 @@ class Walk {
     int refusal_at = -1;
     std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)
   };
+  // The steps entered so far, formatted only for the attempt's reported
+  // failure (most attempts fail, and only the deepest failure is told).
+  struct TraceStep {
+    int op;
+    const char* note;
+  };
   struct Failure {
     int matched = -1;
     std::string reason;
-    std::vector<std::string> trace;
+    std::vector<TraceStep> trace;
     int at = -1;
   };
 
@@ -201,7 +175,7 @@ class Walk {
       }
       s_ = std::move(saved);
     }
-    return fail(fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name), -1);
+    return fail_with([&] { return fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name); }, -1);
   }
 
   // Returned values a per-tensor operator computes independently (q's and
@@ -231,14 +205,31 @@ class Walk {
   }
 
   bool fail(const std::string& reason, int target_op) {
+    return fail_with([&] { return reason; }, target_op);
+  }
+
+  // The reason is built only for a failure deeper than the best so far:
+  // shallower ones are never shown.
+  template <class Reason>
+  bool fail_with(Reason&& reason, int target_op) {
     if (s_.matched > best_.matched) {
       best_.matched = s_.matched;
-      best_.reason = reason;
+      best_.reason = reason();
       best_.trace = trace_;
       best_.at = target_op;
       best_state_ = s_;
     }
     return false;
+  }
+
+  std::vector<std::string> trace_text(const std::vector<TraceStep>& steps) const {
+    std::vector<std::string> out;
+    out.reserve(steps.size());
+    for (const TraceStep& step : steps) {
+      const DataflowOp& T = tg_.ops[static_cast<size_t>(step.op)];
+      out.push_back(fmt::format("{} at {}{}", describe_op(T), where(T), step.note));
+    }
+    return out;
   }
 
   std::string parameter_name(int pv) const {
@@ -276,11 +267,6 @@ class Walk {
     return true;
   }
 
-  bool is_none(const FunctionDataflow& g, int v) const {
-    auto c = constant_of(g, v);
-    return c && !c->numeric && c->text == "None";
-  }
-
   // Why RULE["match"] refuses binding `param` to model value `tv` ("" when it does not).
   std::pair<std::string, int> refusal_of(const std::string& param, int tv, int root) const {
     if (auto it = p_.options.not_from.find(param); it != p_.options.not_from.end()) {
@@ -316,7 +302,7 @@ class Walk {
     int& bound = s_.param_value[static_cast<size_t>(pv)];
     if (bound >= 0) {
       if (same_value(through_layout(tg_, bound), root)) return true;
-      return fail(fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)),
+      return fail_with([&] { return fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)); },
                   tg_.producer_of(root).id);
     }
     bound = through_casts(tg_, tv);
@@ -327,20 +313,20 @@ class Walk {
   // Pattern value `pv` is computed as model value `tv`.
   bool value(int pv, int tv) {
     pv = through_casts(pg_, pv);
-    if (auto pc = constant_of(pg_, pv)) {
-      auto tc = constant_of(tg_, tv);
+    if (const std::optional<ConstantValue>& pc = pattern_constant(pv)) {
+      const std::optional<ConstantValue>& tc = t_.constant(tv);
       if (tc && *tc == *pc) return true;
       if (s_.matched <= best_.matched) return false;
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
-      return fail(fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)), T.id);
+      return fail_with([&] { return fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)); }, T.id);
     }
     // A size read from a tensor's shape is metadata: it ties no parameter.
-    if (is_size_expression(pg_, pv)) {
+    if (pattern_size_expression(pv)) {
       if (size_matches(pg_, pv, tg_, tv)) return true;
       if (s_.matched <= best_.matched) return false;
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
-      return fail(fmt::format("expected a size computed like {}, found {} at {}", describe_op(pg_.producer_of(pv)),
-                              describe_op(T), where(T)),
+      return fail_with([&] { return fmt::format("expected a size computed like {}, found {} at {}", describe_op(pg_.producer_of(pv)),
+                              describe_op(T), where(T)); },
                   T.id);
     }
     const DataflowOp& P = pg_.producer_of(pv);
@@ -396,8 +382,8 @@ class Walk {
         s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
         return true;
       }
-      return fail(fmt::format("{} feeds two places in the pattern; the model computes it twice ({} and {})", describe_op(P),
-                              where(tg_.ops[static_cast<size_t>(mapped)]), where(T)),
+      return fail_with([&] { return fmt::format("{} feeds two places in the pattern; the model computes it twice ({} and {})", describe_op(P),
+                              where(tg_.ops[static_cast<size_t>(mapped)]), where(T)); },
                   T.id);
     }
 
@@ -427,7 +413,7 @@ class Walk {
         if (id != T.id) s_.passed.push_back(id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       ++s_.matched;
-      trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
+      trace_.push_back({T.id, ""});
       bool ok = value(next_p, next_t);
       trace_.pop_back();
       return ok;
@@ -472,7 +458,7 @@ class Walk {
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       s_.passed.insert(s_.passed.end(), casts.begin(), casts.end());
       s_.matched += 2;
-      trace_.push_back(fmt::format("{} at {} (division by sqrt)", describe_op(T), where(T)));
+      trace_.push_back({T.id, " (division by sqrt)"});
       bool ok = value(P.inputs[1 - side], T.inputs[0]) && value(r.inputs[0], root.inputs[0]);
       trace_.pop_back();
       if (ok) return true;
@@ -483,7 +469,7 @@ class Walk {
 
   // The value of pattern argument `key` of `P` (-1 when absent).
   int argument_value(const DataflowOp& P, const std::string& key) const {
-    for (const Arg& a : arguments(P))
+    for (const OpArgument& a : all_arguments(P))
       if (a.key == key) return a.value;
     return -1;
   }
@@ -501,7 +487,7 @@ class Walk {
     } else if (inner.name == "getitem" && inner.inputs.size() == 2) {
       const DataflowOp& index = tg_.producer_of(inner.inputs[1]);
       for (size_t i = 0; index.name == "tuple" && i < index.inputs.size(); ++i)
-        if (is_none(tg_, index.inputs[i])) {
+        if (is_none_constant(tg_, index.inputs[i])) {
           new_axis = static_cast<int>(i);
           break;
         }
@@ -516,7 +502,7 @@ class Walk {
     s_.passed.push_back(inner.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     ++s_.matched;
-    trace_.push_back(fmt::format("{} at {} (repeat_kv)", describe_op(T), where(T)));
+    trace_.push_back({T.id, " (repeat_kv)"});
     bool ok = value(argument_value(P, "input"), inner.inputs[0]);
     int repeats = argument_value(P, "repeats");
     if (ok && repeats >= 0 && static_cast<size_t>(new_axis) + 1 < T.inputs.size()) ok = value(repeats, T.inputs[static_cast<size_t>(new_axis) + 1]);
@@ -535,7 +521,7 @@ class Walk {
       s_.claimed.push_back(T.id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       ++s_.matched;
-      trace_.push_back(fmt::format("{} at {} (division by the reciprocal scale)", describe_op(T), where(T)));
+      trace_.push_back({T.id, " (division by the reciprocal scale)"});
       bool ok = value(P.inputs[static_cast<size_t>(1 - side)], T.inputs[0]) && bind(scale, T.inputs[1]);
       trace_.pop_back();
       if (ok) {
@@ -549,10 +535,10 @@ class Walk {
 
   // transpose(2, 3), transpose(3, 2) and transpose(-2, -1) swap the same two
   // axes of the 4-D tensors attention works on.
-  std::optional<bool> same_transpose(const std::vector<Arg>& pa, const std::vector<Arg>& ta) {
-    auto axes = [](const FunctionDataflow& g, const std::vector<Arg>& args) -> std::optional<std::set<int>> {
+  std::optional<bool> same_transpose(const OpArguments& pa, const OpArguments& ta) {
+    auto axes = [](const FunctionDataflow& g, const OpArguments& args) -> std::optional<std::set<int>> {
       std::set<int> out;
-      for (const Arg& a : args) {
+      for (const OpArgument& a : args) {
         if (a.key != "dim0" && a.key != "dim1") continue;
         auto c = constant_of(g, a.value);
         if (!c || !c->numeric) return std::nullopt;
@@ -591,16 +577,16 @@ class Walk {
       s_ = std::move(saved);
     }
     if (!kinds_agree(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
-    if (!kinds_agree(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
+    if (!kinds_agree(P, T)) return fail_with([&] { return fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)); }, T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
-      return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
+      return fail_with([&] { return fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)); }, T.id);
     std::optional<State> before;
     if (P.name == "mul") before = s_;
     s_.op_map[static_cast<size_t>(P.id)] = T.id;
     s_.claimed.push_back(T.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     ++s_.matched;
-    trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
+    trace_.push_back({T.id, ""});
     bool ok = arguments_match(P, T);
     trace_.pop_back();
     if (ok || !before) return ok;
@@ -635,7 +621,7 @@ class Walk {
     }
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     s_.matched += static_cast<int>(pattern_muls.size());
-    trace_.push_back(fmt::format("{} at {} (factors regrouped)", describe_op(T), where(T)));
+    trace_.push_back({T.id, " (factors regrouped)"});
     std::vector<char> used(model_factors.size(), 0);
     bool ok = match_factors(pattern_factors, model_factors, used, 0);
     trace_.pop_back();
@@ -679,58 +665,51 @@ class Walk {
     return true;
   }
 
-  // A dropout probability that is 0 at inference: a literal 0 or
-  // `p if self.training else 0.0` (either arm order). Fused inference
-  // kernels have no dropout, and eval mode never applies it.
-  bool inference_dropout_off(int tv) const {
-    auto zero = [&](int v) {
-      auto c = constant_of(tg_, v);
-      return c && c->numeric && c->number == 0;
-    };
-    if (zero(tv)) return true;
-    const DataflowOp& op = tg_.producer_of(through_casts(tg_, tv));
-    if (op.name != "select" || op.inputs.size() != 3) return false;
-    // `self.training` is one attribute op; `module.training` reads attribute
-    // "training" of a value (getattr).
-    auto is_training = [](const DataflowOp& a) {
-      if (a.cls != OpClass::Attribute) return false;
-      if (a.name == "getattr") return !a.attrs.empty() && a.attrs[0] == "training";
-      return a.name.size() >= 8 && a.name.compare(a.name.size() - 8, 8, "training") == 0;
-    };
-    const DataflowOp& cond = tg_.producer_of(through_casts(tg_, op.inputs[0]));
-    if (is_training(cond)) return zero(op.inputs[2]);
-    bool negated = cond.name == "not" && cond.inputs.size() == 1 && is_training(tg_.producer_of(cond.inputs[0]));
-    return negated && zero(op.inputs[1]);
+  // What compile_rule worked out once per pattern value; computed here for
+  // a pattern built another way.
+  const std::optional<ConstantValue>& pattern_constant(int pv) {
+    if (p_.constants.size() == pg_.values.size()) return p_.constants[static_cast<size_t>(pv)];
+    fallback_constant_ = constant_of(pg_, pv);
+    return fallback_constant_;
+  }
+  bool pattern_size_expression(int pv) const {
+    if (p_.size_expressions.size() == pg_.values.size()) return p_.size_expressions[static_cast<size_t>(pv)] != 0;
+    return is_size_expression(pg_, pv);
+  }
+
+  const OpArguments& pattern_arguments(const DataflowOp& P) const {
+    if (p_.compared_arguments.size() == pg_.ops.size()) return p_.compared_arguments[static_cast<size_t>(P.id)];
+    return pattern_fallback_.of(P);
   }
 
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
     if (P.name == "tuple" && T.name == "tuple")
       if (std::optional<bool> same = ellipsis_index(P, T)) return *same;
-    std::vector<Arg> pa = arguments(P), ta = arguments(T);
-    // Pattern arguments that do not change the computation are not compared.
-    pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), pa.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), ta.end());
-    // An argument given as None is the same as one left out.
-    pa.erase(std::remove_if(pa.begin(), pa.end(), [&](const Arg& a) { return is_none(pg_, a.value); }), pa.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(), [&](const Arg& a) { return is_none(tg_, a.value); }), ta.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(),
-                            [&](const Arg& a) { return a.key == "dropout_p" && inference_dropout_off(a.value); }),
-             ta.end());
-    for (const Arg& a : ta) {
-      bool known = std::any_of(pa.begin(), pa.end(), [&](const Arg& b) { return b.key == a.key; });
-      if (!known) return fail(fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key), T.id);
+    // Pattern arguments that do not change the computation are not compared;
+    // a transpose's axes may be compared as a set and then dropped.
+    OpArguments pattern_rest, model_rest;
+    const OpArguments* pa = &pattern_arguments(P);
+    const OpArguments* ta = &t_.arguments.of(T);
+    for (const OpArgument& a : *ta) {
+      bool known = std::any_of(pa->begin(), pa->end(), [&](const OpArgument& b) { return b.key == a.key; });
+      if (!known) return fail_with([&] { return fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key); }, T.id);
     }
     if (P.name == "transpose") {
-      if (std::optional<bool> same = same_transpose(pa, ta)) {
-        if (!*same) return fail(fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)), T.id);
-        pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), pa.end());
-        ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), ta.end());
+      if (std::optional<bool> same = same_transpose(*pa, *ta)) {
+        if (!*same) return fail_with([&] { return fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)); }, T.id);
+        auto is_axis = [](const OpArgument& a) { return a.key == "dim0" || a.key == "dim1"; };
+        pattern_rest.assign(pa->begin(), pa->end());
+        model_rest.assign(ta->begin(), ta->end());
+        pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_axis), pattern_rest.end());
+        model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_axis), model_rest.end());
+        pa = &pattern_rest;
+        ta = &model_rest;
       }
     }
     std::vector<std::pair<int, int>> pairs;
-    for (const Arg& a : pa) {
-      auto it = std::find_if(ta.begin(), ta.end(), [&](const Arg& b) { return b.key == a.key; });
-      if (it == ta.end()) return fail(fmt::format("{} at {} lacks argument {}", describe_op(T), where(T), a.key), T.id);
+    for (const OpArgument& a : *pa) {
+      auto it = std::find_if(ta->begin(), ta->end(), [&](const OpArgument& b) { return b.key == a.key; });
+      if (it == ta->end()) return fail_with([&] { return fmt::format("{} at {} lacks argument {}", describe_op(T), where(T), a.key); }, T.id);
       pairs.emplace_back(a.value, it->value);
     }
     if (is_commutative(P.name) && pairs.size() == 2) {
@@ -748,13 +727,15 @@ class Walk {
   const TargetIndex& t_;
   const FunctionDataflow& pg_;
   const FunctionDataflow& tg_;
+  ComparedArguments pattern_fallback_{pg_, false};  // for a pattern built without compile_rule
+  std::optional<ConstantValue> fallback_constant_;
   bool lenient_ = false;
   bool refused_ = false;
   bool reported_refusal_ = false;
   State s_;
   State best_state_;
   Failure best_;
-  std::vector<std::string> trace_;
+  std::vector<TraceStep> trace_;
   std::vector<int> returned_;  // model values matched to the pattern's returned values so far
 };
 

@@ -3,10 +3,13 @@
 // graph the model code gets (model/dataflow.h), read backwards from what the
 // function returns. Parameters are the pattern's free inputs; a parameter
 // used twice ties both uses to one value of the model.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "match/match_options.h"
+#include "match/op_arguments.h"
+#include "match/value_view.h"
 #include "model/dataflow.h"
 #include "rules/rule.h"
 
@@ -24,6 +27,12 @@ struct Pattern {
   // partial_returns the steps of the first returned value alone (q's RoPE
   // failing on its own is as far as a one-tensor model can get).
   int near_miss_steps = 0;
+  // compared_arguments of each op of `graph`, by op id (filled by compile_rule).
+  std::vector<OpArguments> compared_arguments;
+  // By value id: the literal a value is (through casts), and whether it is a
+  // size read from a tensor's shape (filled by compile_rule).
+  std::vector<std::optional<ConstantValue>> constants;
+  std::vector<char> size_expressions;
 };
 
 // One pattern per `search*` function of the rule, in file order. Throws
