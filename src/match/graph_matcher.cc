@@ -67,8 +67,8 @@ class Walk {
       }
       // Returned values computed independently (q and k each through the
       // same per-tensor op): a model computing only some of them still matches.
-      State saved = s_;
-      if (!other_anchor(p_.anchors[k])) s_ = std::move(saved);
+      Checkpoint saved = mark();
+      if (!other_anchor(p_.anchors[k])) rollback(saved);
     }
     a.ok = ok;
     const State& s = ok ? s_ : best_state_;
@@ -130,7 +130,57 @@ class Walk {
     std::string refusal;                // lenient walk: the first binding RULE["match"] refused
     int refusal_at = -1;
     std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)
+    // Every write to op_map and param_value, so that a failed try is undone
+    // by replaying it backwards rather than by copying the whole state.
+    struct Write {
+      bool param;
+      int index;
+      int old;
+    };
+    std::vector<Write> journal;
   };
+  // A point to come back to: the sizes of the append-only parts and the
+  // scalars. Only valid on the state it was taken from or one grown from it.
+  struct Checkpoint {
+    size_t claimed, passed, binding_passed, branches, reciprocal, journal;
+    int matched, skipped;
+    std::string refusal;
+    int refusal_at;
+  };
+
+  Checkpoint mark() const {
+    return {s_.claimed.size(), s_.passed.size(), s_.binding_passed.size(), s_.branches.size(), s_.reciprocal.size(),
+            s_.journal.size(), s_.matched, s_.skipped, s_.refusal, s_.refusal_at};
+  }
+
+  void rollback(const Checkpoint& c) {
+    while (s_.journal.size() > c.journal) {
+      const State::Write& w = s_.journal.back();
+      (w.param ? s_.param_value : s_.op_map)[static_cast<size_t>(w.index)] = w.old;
+      s_.journal.pop_back();
+    }
+    s_.claimed.resize(c.claimed);
+    s_.passed.resize(c.passed);
+    s_.binding_passed.resize(c.binding_passed);
+    s_.branches.resize(c.branches);
+    s_.reciprocal.resize(c.reciprocal);
+    s_.matched = c.matched;
+    s_.skipped = c.skipped;
+    s_.refusal = c.refusal;
+    s_.refusal_at = c.refusal_at;
+  }
+
+  void map_op(int pattern_op, int model_op) {
+    int& slot = s_.op_map[static_cast<size_t>(pattern_op)];
+    s_.journal.push_back({false, pattern_op, slot});
+    slot = model_op;
+  }
+
+  void bind_value(int pattern_value, int model_value) {
+    int& slot = s_.param_value[static_cast<size_t>(pattern_value)];
+    s_.journal.push_back({true, pattern_value, slot});
+    slot = model_value;
+  }
   // The steps entered so far, formatted only for the attempt's reported
   // failure (most attempts fail, and only the deepest failure is told).
   struct TraceStep {
@@ -168,12 +218,12 @@ class Walk {
       // Two returned values of the pattern (q_embed, k_embed) are two values
       // of the model: a model op already matched cannot be a later anchor.
       if (std::find(s_.claimed.begin(), s_.claimed.end(), T.id) != s_.claimed.end()) continue;
-      State saved = s_;
+      Checkpoint saved = mark();
       if (value(pv, T.outputs[idx]) && !tied_to_returned(T.outputs[idx])) {
         returned_.push_back(T.outputs[idx]);
         return true;
       }
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return fail_with([&] { return fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name); }, -1);
   }
@@ -299,13 +349,13 @@ class Walk {
         s_.refusal_at = at;
       }
     }
-    int& bound = s_.param_value[static_cast<size_t>(pv)];
+    const int bound = s_.param_value[static_cast<size_t>(pv)];
     if (bound >= 0) {
       if (same_value(through_layout(tg_, bound), root)) return true;
       return fail_with([&] { return fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)); },
                   tg_.producer_of(root).id);
     }
-    bound = through_casts(tg_, tv);
+    bind_value(pv, through_casts(tg_, tv));
     s_.binding_passed.insert(s_.binding_passed.end(), passed.begin(), passed.end());
     return true;
   }
@@ -353,7 +403,7 @@ class Walk {
       bool optional_step = p_.options.optional.count(P.name) > 0;
       std::optional<State> fallback;
       for (int in : T.inputs) {
-        State saved = s_;
+        Checkpoint saved = mark();
         s_.passed.push_back(T.id);
         const std::string& branch = tg_.producer_of(through_casts(tg_, in)).condition;
         if (branch != T.condition && !branch.empty() && !optional_step) s_.branches.push_back(branch);
@@ -361,7 +411,7 @@ class Walk {
           if (!optional_step || s_.skipped == saved.skipped) return true;
           if (!fallback) fallback = s_;
         }
-        s_ = std::move(saved);
+        rollback(saved);
       }
       if (fallback) {
         s_ = std::move(*fallback);
@@ -371,7 +421,7 @@ class Walk {
     }
     size_t out_index = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), pv) - P.outputs.begin());
 
-    int& mapped = s_.op_map[static_cast<size_t>(P.id)];
+    const int mapped = s_.op_map[static_cast<size_t>(P.id)];
     if (mapped >= 0) {
       const DataflowOp& M = tg_.ops[static_cast<size_t>(mapped)];
       bool same = mapped == T.id && out_index < T.outputs.size() && T.outputs[out_index] == tv;
@@ -389,9 +439,9 @@ class Walk {
 
     bool optional = p_.options.optional.count(P.name) > 0 && !P.inputs.empty();
     if (optional) {
-      State saved = s_;
+      Checkpoint saved = mark();
       if (pair(P, T, tv, out_index, passed)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
       ++s_.skipped;
       return value(P.inputs[0], tv);
     }
@@ -408,7 +458,7 @@ class Walk {
   // the model's op(s) and matching goes on below them.
   bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
     auto claim = [&](std::initializer_list<int> target_ops, int next_p, int next_t) {
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      map_op(P.id, T.id);
       for (int id : target_ops)
         if (id != T.id) s_.passed.push_back(id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -435,7 +485,7 @@ class Walk {
     if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
       const DataflowOp& root = pg_.producer_of(through_casts(pg_, P.inputs[1]));
       if (root.name == "sqrt" && root.inputs.size() == 1) {
-        s_.op_map[static_cast<size_t>(root.id)] = T.id;
+        map_op(root.id, T.id);
         return claim({T.id}, root.inputs[0], T.inputs[0]);
       }
     }
@@ -450,9 +500,9 @@ class Walk {
     for (size_t side = 0; side < 2; ++side) {
       const DataflowOp& r = pg_.producer_of(through_casts(pg_, P.inputs[side]));
       if (r.name != "rsqrt" || r.inputs.size() != 1) continue;
-      State saved = s_;
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
-      s_.op_map[static_cast<size_t>(r.id)] = root.id;
+      Checkpoint saved = mark();
+      map_op(P.id, T.id);
+      map_op(r.id, root.id);
       s_.claimed.push_back(T.id);
       s_.claimed.push_back(root.id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -462,7 +512,7 @@ class Walk {
       bool ok = value(P.inputs[1 - side], T.inputs[0]) && value(r.inputs[0], root.inputs[0]);
       trace_.pop_back();
       if (ok) return true;
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
@@ -497,7 +547,7 @@ class Walk {
     int dim = argument_value(P, "dim");
     if (auto c = dim >= 0 ? constant_of(pg_, dim) : std::nullopt; c && c->numeric && c->number >= 0 && c->number != new_axis - 1)
       return false;
-    s_.op_map[static_cast<size_t>(P.id)] = T.id;
+    map_op(P.id, T.id);
     s_.claimed.push_back(T.id);
     s_.passed.push_back(inner.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -516,8 +566,8 @@ class Walk {
     for (int side = 0; side < 2; ++side) {
       int scale = through_casts(pg_, P.inputs[static_cast<size_t>(side)]);
       if (pg_.producer_of(scale).cls != OpClass::Input) continue;
-      State saved = s_;
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      Checkpoint saved = mark();
+      map_op(P.id, T.id);
       s_.claimed.push_back(T.id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       ++s_.matched;
@@ -528,7 +578,7 @@ class Walk {
         s_.reciprocal.push_back(scale);
         return true;
       }
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
@@ -571,18 +621,19 @@ class Walk {
   }
 
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
-    if (!kinds_agree(P, T)) {
-      State saved = s_;
+    const bool agree = kinds_agree(P, T);
+    if (!agree) {
+      Checkpoint saved = mark();
       if (equivalent_spelling(P, T, passed)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
     }
-    if (!kinds_agree(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
-    if (!kinds_agree(P, T)) return fail_with([&] { return fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)); }, T.id);
+    if (!agree && s_.matched <= best_.matched) return false;  // not deeper: no message to build
+    if (!agree) return fail_with([&] { return fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)); }, T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
       return fail_with([&] { return fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)); }, T.id);
-    std::optional<State> before;
-    if (P.name == "mul") before = s_;
-    s_.op_map[static_cast<size_t>(P.id)] = T.id;
+    std::optional<Checkpoint> before;
+    if (P.name == "mul") before = mark();
+    map_op(P.id, T.id);
     s_.claimed.push_back(T.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     ++s_.matched;
@@ -591,7 +642,7 @@ class Walk {
     trace_.pop_back();
     if (ok || !before) return ok;
     // `x * 0.5 * y` grouped another way in the model (`x * (0.5 * y)`).
-    s_ = std::move(*before);
+    rollback(*before);
     return same_product(P, T, passed);
   }
 
@@ -616,7 +667,7 @@ class Walk {
     product_factors(tg_, T, false, model_factors, model_muls);
     if (pattern_factors.size() < 3 || pattern_factors.size() != model_factors.size()) return false;
     for (size_t i = 0; i < pattern_muls.size(); ++i) {
-      s_.op_map[static_cast<size_t>(pattern_muls[i])] = model_muls[i];
+      map_op(pattern_muls[i], model_muls[i]);
       s_.claimed.push_back(model_muls[i]);
     }
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
@@ -633,11 +684,11 @@ class Walk {
     if (i == pattern.size()) return true;
     for (size_t j = 0; j < model.size(); ++j) {
       if (used[j]) continue;
-      State saved = s_;
+      Checkpoint saved = mark();
       used[j] = 1;
       if (value(pattern[i], model[j]) && match_factors(pattern, model, used, i + 1)) return true;
       used[j] = 0;
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
@@ -713,9 +764,9 @@ class Walk {
       pairs.emplace_back(a.value, it->value);
     }
     if (is_commutative(P.name) && pairs.size() == 2) {
-      State saved = s_;
+      Checkpoint saved = mark();
       if (value(pairs[0].first, pairs[0].second) && value(pairs[1].first, pairs[1].second)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
       return value(pairs[0].first, pairs[1].second) && value(pairs[1].first, pairs[0].second);
     }
     for (const auto& [pv, tv] : pairs)
