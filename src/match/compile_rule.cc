@@ -65,6 +65,8 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
+    p.needs = needs_of(p);
+    p.needs_known = true;
     out.push_back(std::move(p));
   }
   return out;

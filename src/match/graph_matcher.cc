@@ -40,8 +40,8 @@ class Walk {
   // `lenient`: a binding RULE["match"] refuses (not_from / only_from) is
   // noted and the walk goes on, so the refusal is told with the depth the
   // rest of the pattern reaches.
-  Walk(const Pattern& p, const TargetIndex& t, bool lenient = false)
-      : p_(p), t_(t), pg_(p.graph), tg_(t.g), lenient_(lenient) {
+  Walk(const Pattern& p, const TargetIndex& t, double reported_from, bool lenient = false)
+      : p_(p), t_(t), pg_(p.graph), tg_(t.g), lenient_(lenient), reported_from_(reported_from) {
     s_.op_map.assign(pg_.ops.size(), -1);
     s_.param_value.assign(pg_.values.size(), -1);
   }
@@ -71,6 +71,12 @@ class Walk {
       if (!other_anchor(p_.anchors[k])) rollback(saved);
     }
     a.ok = ok;
+    if (!ok && best_.matched < reported_from_) {
+      // Too shallow to be told: only the depth is of use.
+      a.matched = best_.matched;
+      a.failed_at = best_.at;
+      return a;
+    }
     const State& s = ok ? s_ : best_state_;
     a.op_map = s.op_map;
     a.passed = s.passed;
@@ -264,10 +270,12 @@ class Walk {
   bool fail_with(Reason&& reason, int target_op) {
     if (s_.matched > best_.matched) {
       best_.matched = s_.matched;
-      best_.reason = reason();
-      best_.trace = trace_;
       best_.at = target_op;
-      best_state_ = s_;
+      if (s_.matched >= reported_from_) {
+        best_.reason = reason();
+        best_.trace = trace_;
+        best_state_ = s_;
+      }
     }
     return false;
   }
@@ -781,6 +789,7 @@ class Walk {
   ComparedArguments pattern_fallback_{pg_, false};  // for a pattern built without compile_rule
   std::optional<ConstantValue> fallback_constant_;
   bool lenient_ = false;
+  double reported_from_ = 0;  // shallower failures are not told: no reason or state kept for them
   bool refused_ = false;
   bool reported_refusal_ = false;
   State s_;
@@ -801,13 +810,13 @@ int start_op(const Pattern& pattern) {
   return -1;
 }
 
-Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op) {
-  Walk strict(pattern, target);
+Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op, double reported_from) {
+  Walk strict(pattern, target, reported_from);
   Attempt a = strict.run(anchor_op);
   if (a.ok || !strict.refused()) return a;
   // A value RULE["match"] refuses (a norm input computed by RoPE, a residual
   // that is scaled) is the near-miss to tell when the rest of the pattern is there.
-  Walk lenient(pattern, target, true);
+  Walk lenient(pattern, target, reported_from, true);
   Attempt b = lenient.run(anchor_op);
   if (b.ok || (lenient.reported_refusal() && b.matched >= a.matched)) return b;
   return a;

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "match/graph_matcher.h"
+#include "match/pattern_needs.h"
 #include "match/op_signature.h"
 #include "match/target_index.h"
 #include "match/value_view.h"
@@ -279,8 +281,13 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
     int start = start_op(p);
     if (start < 0) continue;
+    // Rule the pattern out when no walk from any start op could match or be
+    // a near-miss: the result is the same, without the walks.
+    const PatternNeeds computed = p.needs_known ? PatternNeeds{} : needs_of(p);
+    const double near_miss_at = p.near_miss_steps > 0 ? options.near_miss_min_share * p.near_miss_steps : -1;
+    if (!may_match_or_nearly(p.needs_known ? p.needs : computed, index.by_name, near_miss_at)) continue;
     for (int cand : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name)) {
-      Attempt a = attempt_match(p, index, cand);
+      Attempt a = attempt_match(p, index, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
       std::vector<int> ops;
       if (a.ok) {
         ops = covered_ops(index, a);

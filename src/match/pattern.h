@@ -9,6 +9,7 @@
 
 #include "match/match_options.h"
 #include "match/op_arguments.h"
+#include "match/pattern_needs.h"
 #include "match/value_view.h"
 #include "model/dataflow.h"
 #include "rules/rule.h"
@@ -33,6 +34,9 @@ struct Pattern {
   // size read from a tensor's shape (filled by compile_rule).
   std::vector<std::optional<ConstantValue>> constants;
   std::vector<char> size_expressions;
+  // The model op names a match needs (filled by compile_rule when `needs_known`).
+  PatternNeeds needs;
+  bool needs_known = false;
 };
 
 // One pattern per `search*` function of the rule, in file order. Throws
