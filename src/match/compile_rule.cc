@@ -78,6 +78,7 @@ std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules) {
     std::vector<Pattern> ps = compile_rule(r);
     for (Pattern& p : ps) out.push_back(std::move(p));
   }
+  share_name_vocabulary(out);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // graph the model code gets (model/dataflow.h), read backwards from what the
 // function returns. Parameters are the pattern's free inputs; a parameter
 // used twice ties both uses to one value of the model.
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,8 @@ struct Pattern {
   // The model op names a match needs (filled by compile_rule when `needs_known`).
   PatternNeeds needs;
   bool needs_known = false;
+  // Shared by the patterns compiled together (compile_rules); null otherwise.
+  std::shared_ptr<const NameVocabulary> vocabulary;
 };
 
 // One pattern per `search*` function of the rule, in file order. Throws

@@ -70,25 +70,70 @@ PatternNeeds needs_of(const Pattern& pattern) {
   return needs;
 }
 
-bool may_match_or_nearly(const PatternNeeds& needs, const std::unordered_map<std::string, std::vector<int>>& ops_by_name,
-                         double near_miss_steps) {
-  auto has_partner = [&](const std::vector<std::string>& names) {
-    for (const std::string& n : names)
-      if (ops_by_name.count(n)) return true;
-    return false;
-  };
+namespace {
+
+// `has_partner(i)`: whether pattern op i of pairing_names has a partner.
+template <class HasPartner>
+bool may_match_or_nearly_by(const PatternNeeds& needs, double near_miss_steps, HasPartner&& has_partner) {
   bool complete = true;
   for (size_t i : needs.required)
-    if (!has_partner(needs.pairing_names[i])) {
+    if (!has_partner(i)) {
       complete = false;
       break;
     }
   if (complete) return true;
   if (near_miss_steps < 0) return false;
   double reachable = 0;
-  for (const std::vector<std::string>& names : needs.pairing_names)
-    if (has_partner(names)) ++reachable;
+  for (size_t i = 0; i < needs.pairing_names.size(); ++i)
+    if (has_partner(i)) ++reachable;
   return reachable >= near_miss_steps;
+}
+
+}  // namespace
+
+bool may_match_or_nearly(const PatternNeeds& needs, const std::unordered_map<std::string, std::vector<int>>& ops_by_name,
+                         double near_miss_steps) {
+  return may_match_or_nearly_by(needs, near_miss_steps, [&](size_t i) {
+    for (const std::string& n : needs.pairing_names[i])
+      if (ops_by_name.count(n)) return true;
+    return false;
+  });
+}
+
+bool may_match_or_nearly(const PatternNeeds& needs, const std::vector<char>& present, double near_miss_steps) {
+  return may_match_or_nearly_by(needs, near_miss_steps, [&](size_t i) {
+    for (int id : needs.pairing_ids[i])
+      if (present[static_cast<size_t>(id)]) return true;
+    return false;
+  });
+}
+
+int NameVocabulary::id(const std::string& name) {
+  auto [it, added] = ids.emplace(name, static_cast<int>(names.size()));
+  if (added) names.push_back(name);
+  return it->second;
+}
+
+void share_name_vocabulary(std::vector<Pattern>& patterns) {
+  auto vocabulary = std::make_shared<NameVocabulary>();
+  for (Pattern& p : patterns) {
+    if (!p.needs_known) continue;
+    p.needs.pairing_ids.clear();
+    for (const std::vector<std::string>& names : p.needs.pairing_names) {
+      std::vector<int>& ids = p.needs.pairing_ids.emplace_back();
+      for (const std::string& n : names) ids.push_back(vocabulary->id(n));
+    }
+  }
+  for (Pattern& p : patterns)
+    if (p.needs_known) p.vocabulary = vocabulary;
+}
+
+std::vector<char> names_present(const NameVocabulary& vocabulary,
+                                const std::unordered_map<std::string, std::vector<int>>& ops_by_name) {
+  std::vector<char> present(vocabulary.names.size(), 0);
+  for (const auto& [name, ops] : ops_by_name)
+    if (auto it = vocabulary.ids.find(name); it != vocabulary.ids.end()) present[static_cast<size_t>(it->second)] = 1;
+  return present;
 }
 
 }  // namespace npufuse::match

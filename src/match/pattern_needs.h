@@ -27,9 +27,27 @@ struct PatternNeeds {
   // Indexes into pairing_names of the ops every successful walk pairs: the
   // cone of the start op, stopping at optional steps and branch merges.
   std::vector<size_t> required;
+  // pairing_names as ids of a vocabulary shared by a set of patterns, so
+  // that a model function is asked once per name, not once per pattern.
+  std::vector<std::vector<int>> pairing_ids;
+};
+
+// Every name some pattern of a set may pair with, numbered.
+struct NameVocabulary {
+  std::vector<std::string> names;
+  std::unordered_map<std::string, int> ids;
+  int id(const std::string& name);
 };
 
 PatternNeeds needs_of(const Pattern& pattern);
+
+// Numbers the pairing names of `patterns` in one vocabulary, which each
+// pattern then points to.
+void share_name_vocabulary(std::vector<Pattern>& patterns);
+
+// Per vocabulary id: whether a model function with these op names has it.
+std::vector<char> names_present(const NameVocabulary& vocabulary,
+                                const std::unordered_map<std::string, std::vector<int>>& ops_by_name);
 
 // Whether any walk of `pattern` over a model function whose op names are
 // the keys of `ops_by_name` can match, or fail deep enough to be a
@@ -37,5 +55,7 @@ PatternNeeds needs_of(const Pattern& pattern);
 // reports no near-misses).
 bool may_match_or_nearly(const PatternNeeds& needs, const std::unordered_map<std::string, std::vector<int>>& ops_by_name,
                          double near_miss_steps);
+// The same with the vocabulary's ids (`present` from names_present).
+bool may_match_or_nearly(const PatternNeeds& needs, const std::vector<char>& present, double near_miss_steps);
 
 }  // namespace npufuse::match
