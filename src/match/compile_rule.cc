@@ -49,6 +49,7 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
     for (size_t v = 0; v < p.graph.values.size(); ++v) {
       p.constants.push_back(constant_of(p.graph, static_cast<int>(v)));
       p.size_expressions.push_back(is_size_expression(p.graph, static_cast<int>(v)) ? 1 : 0);
+      p.readers.push_back(p.graph.consumers(static_cast<int>(v)));
     }
     p.options = options;
     p.steps = count_steps(p.graph, p.anchors);

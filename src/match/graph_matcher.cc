@@ -464,6 +464,11 @@ class Walk {
   // Spellings of one computation that differ in op names: `x ** 2` and
   // `x * x`; `rsqrt(y)` and `1 / sqrt(y)`. The pattern's step is paired with
   // the model's op(s) and matching goes on below them.
+  // The pattern op names equivalent_spelling knows another spelling of.
+  static bool has_other_spellings(std::string_view name) {
+    return name == "mul" || name == "pow" || name == "div" || name == "rsqrt" || name == "repeat_interleave";
+  }
+
   bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
     auto claim = [&](std::initializer_list<int> target_ops, int next_p, int next_t) {
       map_op(P.id, T.id);
@@ -616,7 +621,7 @@ class Walk {
   bool same_tensor_sequence(const DataflowOp& P, const DataflowOp& T) const {
     auto packing = [](const DataflowOp& op) { return op.name == "list" || op.name == "tuple"; };
     if (!packing(P) || !packing(T) || P.cls != T.cls || P.outputs.empty()) return false;
-    std::vector<int> readers = pg_.consumers(P.outputs[0]);
+    const std::vector<int>& readers = pattern_readers(P.outputs[0]);
     for (int reader : readers) {
       const std::string& name = pg_.ops[static_cast<size_t>(reader)].name;
       if (name != "cat" && name != "concat" && name != "concatenate" && name != "stack") return false;
@@ -630,7 +635,7 @@ class Walk {
 
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
     const bool agree = kinds_agree(P, T);
-    if (!agree) {
+    if (!agree && has_other_spellings(P.name)) {
       Checkpoint saved = mark();
       if (equivalent_spelling(P, T, passed)) return true;
       rollback(saved);
@@ -661,7 +666,7 @@ class Walk {
     muls.push_back(op.id);
     for (int in : op.inputs) {
       const DataflowOp& src = g.producer_of(in);
-      size_t readers = pattern ? g.consumers(in).size() : t_.readers[static_cast<size_t>(in)].size();
+      size_t readers = pattern ? pattern_readers(in).size() : t_.readers[static_cast<size_t>(in)].size();
       if (src.name == "mul" && src.cls == OpClass::Compute && src.inputs.size() == 2 && readers == 1 && muls.size() < 6)
         product_factors(g, src, pattern, factors, muls);
       else
@@ -736,6 +741,13 @@ class Walk {
     return is_size_expression(pg_, pv);
   }
 
+  // The pattern ops reading value `pv` (each once).
+  const std::vector<int>& pattern_readers(int pv) const {
+    if (p_.readers.size() == pg_.values.size()) return p_.readers[static_cast<size_t>(pv)];
+    fallback_readers_ = pg_.consumers(pv);
+    return fallback_readers_;
+  }
+
   const OpArguments& pattern_arguments(const DataflowOp& P) const {
     if (p_.compared_arguments.size() == pg_.ops.size()) return p_.compared_arguments[static_cast<size_t>(P.id)];
     return pattern_fallback_.of(P);
@@ -788,6 +800,7 @@ class Walk {
   const FunctionDataflow& tg_;
   ComparedArguments pattern_fallback_{pg_, false};  // for a pattern built without compile_rule
   std::optional<ConstantValue> fallback_constant_;
+  mutable std::vector<int> fallback_readers_;
   bool lenient_ = false;
   double reported_from_ = 0;  // shallower failures are not told: no reason or state kept for them
   bool refused_ = false;

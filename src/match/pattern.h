@@ -35,6 +35,7 @@ struct Pattern {
   // size read from a tensor's shape (filled by compile_rule).
   std::vector<std::optional<ConstantValue>> constants;
   std::vector<char> size_expressions;
+  std::vector<std::vector<int>> readers;  // by value id: the ops reading it (graph.consumers)
   // The model op names a match needs (filled by compile_rule when `needs_known`).
   PatternNeeds needs;
   bool needs_known = false;
