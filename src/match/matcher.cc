@@ -286,7 +286,9 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     // Rule the pattern out when no walk from any start op could match or be
     // a near-miss: the result is the same, without the walks.
     const double near_miss_at = p.near_miss_steps > 0 ? options.near_miss_min_share * p.near_miss_steps : -1;
-    if (p.vocabulary) {
+    if (!options.rule_out_early) {
+      // every start op is walked
+    } else if (p.vocabulary) {
       if (p.vocabulary.get() != present_for) {
         present = names_present(*p.vocabulary, index.by_name);
         present_for = p.vocabulary.get();
