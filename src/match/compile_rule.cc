@@ -45,6 +45,12 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
     for (const model::DataflowOp& op : p.graph.ops)
       if (op.cls == model::OpClass::Input && !op.attrs.empty()) p.parameters.push_back(op.attrs[0]);
     p.anchors = p.graph.returns;
+    for (const model::DataflowOp& op : p.graph.ops) p.compared_arguments.push_back(compared_arguments(p.graph, op, false));
+    for (size_t v = 0; v < p.graph.values.size(); ++v) {
+      p.constants.push_back(constant_of(p.graph, static_cast<int>(v)));
+      p.size_expressions.push_back(is_size_expression(p.graph, static_cast<int>(v)) ? 1 : 0);
+      p.readers.push_back(p.graph.consumers(static_cast<int>(v)));
+    }
     p.options = options;
     p.steps = count_steps(p.graph, p.anchors);
     p.near_miss_steps = options.partial_returns && !p.anchors.empty() ? count_steps(p.graph, {p.anchors.front()}) : p.steps;
@@ -60,6 +66,8 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
+    p.needs = needs_of(p);
+    p.needs_known = true;
     out.push_back(std::move(p));
   }
   return out;
@@ -71,6 +79,7 @@ std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules) {
     std::vector<Pattern> ps = compile_rule(r);
     for (Pattern& p : ps) out.push_back(std::move(p));
   }
+  share_name_vocabulary(out);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "match/op_arguments.h"
 #include "match/op_signature.h"
 #include "match/size_expression.h"
 #include "match/value_view.h"
@@ -18,39 +19,6 @@ namespace {
 using model::DataflowOp;
 using model::FunctionDataflow;
 using model::OpClass;
-
-struct Arg {
-  std::string key;
-  int value = -1;
-};
-
-// Ops whose attrs are argument labels ("dim=") rather than a payload.
-bool has_labels(const DataflowOp& op) {
-  switch (op.cls) {
-    case OpClass::Compute:
-    case OpClass::Cast:
-    case OpClass::View:
-    case OpClass::Module:
-    case OpClass::Call: return op.name != "opaque";
-    case OpClass::Slice: return true;
-    default: return false;
-  }
-}
-
-std::vector<Arg> arguments(const DataflowOp& op) {
-  std::vector<Arg> out;
-  size_t positional = 0;
-  bool labelled = has_labels(op);
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    std::string label = labelled && i < op.attrs.size() ? op.attrs[i] : "";
-    std::string key;
-    if (label.empty()) key = positional_key(op.name, positional++);
-    else if (label.back() == '=') key = keyword_key(label);
-    else key = label + std::to_string(i);  // *args, **kwargs
-    out.push_back({key, op.inputs[i]});
-  }
-  return out;
-}
 
 // Same computation by name and payload (attribute name, global, slice shape).
 bool same_kind(const DataflowOp& p, const DataflowOp& t) {
@@ -72,8 +40,8 @@ class Walk {
   // `lenient`: a binding RULE["match"] refuses (not_from / only_from) is
   // noted and the walk goes on, so the refusal is told with the depth the
   // rest of the pattern reaches.
-  Walk(const Pattern& p, const TargetIndex& t, bool lenient = false)
-      : p_(p), t_(t), pg_(p.graph), tg_(t.g), lenient_(lenient) {
+  Walk(const Pattern& p, const TargetIndex& t, double reported_from, bool lenient = false)
+      : p_(p), t_(t), pg_(p.graph), tg_(t.g), lenient_(lenient), reported_from_(reported_from) {
     s_.op_map.assign(pg_.ops.size(), -1);
     s_.param_value.assign(pg_.values.size(), -1);
   }
@@ -99,10 +67,16 @@ class Walk {
       }
       // Returned values computed independently (q and k each through the
       // same per-tensor op): a model computing only some of them still matches.
-      State saved = s_;
-      if (!other_anchor(p_.anchors[k])) s_ = std::move(saved);
+      Checkpoint saved = mark();
+      if (!other_anchor(p_.anchors[k])) rollback(saved);
     }
     a.ok = ok;
+    if (!ok && best_.matched < reported_from_) {
+      // Too shallow to be told: only the depth is of use.
+      a.matched = best_.matched;
+      a.failed_at = best_.at;
+      return a;
+    }
     const State& s = ok ? s_ : best_state_;
     a.op_map = s.op_map;
     a.passed = s.passed;
@@ -132,7 +106,7 @@ class Walk {
       }
     if (!ok) {
       a.reason = best_.reason;
-      a.trace = best_.trace;
+      a.trace = trace_text(best_.trace);
       a.failed_at = best_.at;
     }
     if (lenient_ && !s.refusal.empty()) {
@@ -162,11 +136,67 @@ class Walk {
     std::string refusal;                // lenient walk: the first binding RULE["match"] refused
     int refusal_at = -1;
     std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)
+    // Every write to op_map and param_value, so that a failed try is undone
+    // by replaying it backwards rather than by copying the whole state.
+    struct Write {
+      bool param;
+      int index;
+      int old;
+    };
+    std::vector<Write> journal;
+  };
+  // A point to come back to: the sizes of the append-only parts and the
+  // scalars. Only valid on the state it was taken from or one grown from it.
+  struct Checkpoint {
+    size_t claimed, passed, binding_passed, branches, reciprocal, journal;
+    int matched, skipped;
+    std::string refusal;
+    int refusal_at;
+  };
+
+  Checkpoint mark() const {
+    return {s_.claimed.size(), s_.passed.size(), s_.binding_passed.size(), s_.branches.size(), s_.reciprocal.size(),
+            s_.journal.size(), s_.matched, s_.skipped, s_.refusal, s_.refusal_at};
+  }
+
+  void rollback(const Checkpoint& c) {
+    while (s_.journal.size() > c.journal) {
+      const State::Write& w = s_.journal.back();
+      (w.param ? s_.param_value : s_.op_map)[static_cast<size_t>(w.index)] = w.old;
+      s_.journal.pop_back();
+    }
+    s_.claimed.resize(c.claimed);
+    s_.passed.resize(c.passed);
+    s_.binding_passed.resize(c.binding_passed);
+    s_.branches.resize(c.branches);
+    s_.reciprocal.resize(c.reciprocal);
+    s_.matched = c.matched;
+    s_.skipped = c.skipped;
+    s_.refusal = c.refusal;
+    s_.refusal_at = c.refusal_at;
+  }
+
+  void map_op(int pattern_op, int model_op) {
+    int& slot = s_.op_map[static_cast<size_t>(pattern_op)];
+    s_.journal.push_back({false, pattern_op, slot});
+    slot = model_op;
+  }
+
+  void bind_value(int pattern_value, int model_value) {
+    int& slot = s_.param_value[static_cast<size_t>(pattern_value)];
+    s_.journal.push_back({true, pattern_value, slot});
+    slot = model_value;
+  }
+  // The steps entered so far, formatted only for the attempt's reported
+  // failure (most attempts fail, and only the deepest failure is told).
+  struct TraceStep {
+    int op;
+    const char* note;
   };
   struct Failure {
     int matched = -1;
     std::string reason;
-    std::vector<std::string> trace;
+    std::vector<TraceStep> trace;
     int at = -1;
   };
 
@@ -194,14 +224,14 @@ class Walk {
       // Two returned values of the pattern (q_embed, k_embed) are two values
       // of the model: a model op already matched cannot be a later anchor.
       if (std::find(s_.claimed.begin(), s_.claimed.end(), T.id) != s_.claimed.end()) continue;
-      State saved = s_;
+      Checkpoint saved = mark();
       if (value(pv, T.outputs[idx]) && !tied_to_returned(T.outputs[idx])) {
         returned_.push_back(T.outputs[idx]);
         return true;
       }
-      s_ = std::move(saved);
+      rollback(saved);
     }
-    return fail(fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name), -1);
+    return fail_with([&] { return fmt::format("no {} in the model for returned value {}", describe_op(P), pg_.values[static_cast<size_t>(pv)].name); }, -1);
   }
 
   // Returned values a per-tensor operator computes independently (q's and
@@ -231,14 +261,33 @@ class Walk {
   }
 
   bool fail(const std::string& reason, int target_op) {
+    return fail_with([&] { return reason; }, target_op);
+  }
+
+  // The reason is built only for a failure deeper than the best so far:
+  // shallower ones are never shown.
+  template <class Reason>
+  bool fail_with(Reason&& reason, int target_op) {
     if (s_.matched > best_.matched) {
       best_.matched = s_.matched;
-      best_.reason = reason;
-      best_.trace = trace_;
       best_.at = target_op;
-      best_state_ = s_;
+      if (s_.matched >= reported_from_) {
+        best_.reason = reason();
+        best_.trace = trace_;
+        best_state_ = s_;
+      }
     }
     return false;
+  }
+
+  std::vector<std::string> trace_text(const std::vector<TraceStep>& steps) const {
+    std::vector<std::string> out;
+    out.reserve(steps.size());
+    for (const TraceStep& step : steps) {
+      const DataflowOp& T = tg_.ops[static_cast<size_t>(step.op)];
+      out.push_back(fmt::format("{} at {}{}", describe_op(T), where(T), step.note));
+    }
+    return out;
   }
 
   std::string parameter_name(int pv) const {
@@ -276,11 +325,6 @@ class Walk {
     return true;
   }
 
-  bool is_none(const FunctionDataflow& g, int v) const {
-    auto c = constant_of(g, v);
-    return c && !c->numeric && c->text == "None";
-  }
-
   // Why RULE["match"] refuses binding `param` to model value `tv` ("" when it does not).
   std::pair<std::string, int> refusal_of(const std::string& param, int tv, int root) const {
     if (auto it = p_.options.not_from.find(param); it != p_.options.not_from.end()) {
@@ -313,13 +357,13 @@ class Walk {
         s_.refusal_at = at;
       }
     }
-    int& bound = s_.param_value[static_cast<size_t>(pv)];
+    const int bound = s_.param_value[static_cast<size_t>(pv)];
     if (bound >= 0) {
       if (same_value(through_layout(tg_, bound), root)) return true;
-      return fail(fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)),
+      return fail_with([&] { return fmt::format("{} is used twice: {} and {} differ", param, value_text(bound), value_text(root)); },
                   tg_.producer_of(root).id);
     }
-    bound = through_casts(tg_, tv);
+    bind_value(pv, through_casts(tg_, tv));
     s_.binding_passed.insert(s_.binding_passed.end(), passed.begin(), passed.end());
     return true;
   }
@@ -327,20 +371,20 @@ class Walk {
   // Pattern value `pv` is computed as model value `tv`.
   bool value(int pv, int tv) {
     pv = through_casts(pg_, pv);
-    if (auto pc = constant_of(pg_, pv)) {
-      auto tc = constant_of(tg_, tv);
+    if (const std::optional<ConstantValue>& pc = pattern_constant(pv)) {
+      const std::optional<ConstantValue>& tc = t_.constant(tv);
       if (tc && *tc == *pc) return true;
       if (s_.matched <= best_.matched) return false;
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
-      return fail(fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)), T.id);
+      return fail_with([&] { return fmt::format("expected {}, found {} at {}", pc->str(), tc ? tc->str() : describe_op(T), where(T)); }, T.id);
     }
     // A size read from a tensor's shape is metadata: it ties no parameter.
-    if (is_size_expression(pg_, pv)) {
+    if (pattern_size_expression(pv)) {
       if (size_matches(pg_, pv, tg_, tv)) return true;
       if (s_.matched <= best_.matched) return false;
       const DataflowOp& T = tg_.producer_of(through_casts(tg_, tv));
-      return fail(fmt::format("expected a size computed like {}, found {} at {}", describe_op(pg_.producer_of(pv)),
-                              describe_op(T), where(T)),
+      return fail_with([&] { return fmt::format("expected a size computed like {}, found {} at {}", describe_op(pg_.producer_of(pv)),
+                              describe_op(T), where(T)); },
                   T.id);
     }
     const DataflowOp& P = pg_.producer_of(pv);
@@ -367,7 +411,7 @@ class Walk {
       bool optional_step = p_.options.optional.count(P.name) > 0;
       std::optional<State> fallback;
       for (int in : T.inputs) {
-        State saved = s_;
+        Checkpoint saved = mark();
         s_.passed.push_back(T.id);
         const std::string& branch = tg_.producer_of(through_casts(tg_, in)).condition;
         if (branch != T.condition && !branch.empty() && !optional_step) s_.branches.push_back(branch);
@@ -375,7 +419,7 @@ class Walk {
           if (!optional_step || s_.skipped == saved.skipped) return true;
           if (!fallback) fallback = s_;
         }
-        s_ = std::move(saved);
+        rollback(saved);
       }
       if (fallback) {
         s_ = std::move(*fallback);
@@ -385,7 +429,7 @@ class Walk {
     }
     size_t out_index = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), pv) - P.outputs.begin());
 
-    int& mapped = s_.op_map[static_cast<size_t>(P.id)];
+    const int mapped = s_.op_map[static_cast<size_t>(P.id)];
     if (mapped >= 0) {
       const DataflowOp& M = tg_.ops[static_cast<size_t>(mapped)];
       bool same = mapped == T.id && out_index < T.outputs.size() && T.outputs[out_index] == tv;
@@ -396,16 +440,16 @@ class Walk {
         s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
         return true;
       }
-      return fail(fmt::format("{} feeds two places in the pattern; the model computes it twice ({} and {})", describe_op(P),
-                              where(tg_.ops[static_cast<size_t>(mapped)]), where(T)),
+      return fail_with([&] { return fmt::format("{} feeds two places in the pattern; the model computes it twice ({} and {})", describe_op(P),
+                              where(tg_.ops[static_cast<size_t>(mapped)]), where(T)); },
                   T.id);
     }
 
     bool optional = p_.options.optional.count(P.name) > 0 && !P.inputs.empty();
     if (optional) {
-      State saved = s_;
+      Checkpoint saved = mark();
       if (pair(P, T, tv, out_index, passed)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
       ++s_.skipped;
       return value(P.inputs[0], tv);
     }
@@ -420,14 +464,19 @@ class Walk {
   // Spellings of one computation that differ in op names: `x ** 2` and
   // `x * x`; `rsqrt(y)` and `1 / sqrt(y)`. The pattern's step is paired with
   // the model's op(s) and matching goes on below them.
+  // The pattern op names equivalent_spelling knows another spelling of.
+  static bool has_other_spellings(std::string_view name) {
+    return name == "mul" || name == "pow" || name == "div" || name == "rsqrt" || name == "repeat_interleave";
+  }
+
   bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
     auto claim = [&](std::initializer_list<int> target_ops, int next_p, int next_t) {
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      map_op(P.id, T.id);
       for (int id : target_ops)
         if (id != T.id) s_.passed.push_back(id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       ++s_.matched;
-      trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
+      trace_.push_back({T.id, ""});
       bool ok = value(next_p, next_t);
       trace_.pop_back();
       return ok;
@@ -449,7 +498,7 @@ class Walk {
     if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
       const DataflowOp& root = pg_.producer_of(through_casts(pg_, P.inputs[1]));
       if (root.name == "sqrt" && root.inputs.size() == 1) {
-        s_.op_map[static_cast<size_t>(root.id)] = T.id;
+        map_op(root.id, T.id);
         return claim({T.id}, root.inputs[0], T.inputs[0]);
       }
     }
@@ -464,26 +513,26 @@ class Walk {
     for (size_t side = 0; side < 2; ++side) {
       const DataflowOp& r = pg_.producer_of(through_casts(pg_, P.inputs[side]));
       if (r.name != "rsqrt" || r.inputs.size() != 1) continue;
-      State saved = s_;
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
-      s_.op_map[static_cast<size_t>(r.id)] = root.id;
+      Checkpoint saved = mark();
+      map_op(P.id, T.id);
+      map_op(r.id, root.id);
       s_.claimed.push_back(T.id);
       s_.claimed.push_back(root.id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       s_.passed.insert(s_.passed.end(), casts.begin(), casts.end());
       s_.matched += 2;
-      trace_.push_back(fmt::format("{} at {} (division by sqrt)", describe_op(T), where(T)));
+      trace_.push_back({T.id, " (division by sqrt)"});
       bool ok = value(P.inputs[1 - side], T.inputs[0]) && value(r.inputs[0], root.inputs[0]);
       trace_.pop_back();
       if (ok) return true;
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
 
   // The value of pattern argument `key` of `P` (-1 when absent).
   int argument_value(const DataflowOp& P, const std::string& key) const {
-    for (const Arg& a : arguments(P))
+    for (const OpArgument& a : all_arguments(P))
       if (a.key == key) return a.value;
     return -1;
   }
@@ -501,7 +550,7 @@ class Walk {
     } else if (inner.name == "getitem" && inner.inputs.size() == 2) {
       const DataflowOp& index = tg_.producer_of(inner.inputs[1]);
       for (size_t i = 0; index.name == "tuple" && i < index.inputs.size(); ++i)
-        if (is_none(tg_, index.inputs[i])) {
+        if (is_none_constant(tg_, index.inputs[i])) {
           new_axis = static_cast<int>(i);
           break;
         }
@@ -511,12 +560,12 @@ class Walk {
     int dim = argument_value(P, "dim");
     if (auto c = dim >= 0 ? constant_of(pg_, dim) : std::nullopt; c && c->numeric && c->number >= 0 && c->number != new_axis - 1)
       return false;
-    s_.op_map[static_cast<size_t>(P.id)] = T.id;
+    map_op(P.id, T.id);
     s_.claimed.push_back(T.id);
     s_.passed.push_back(inner.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     ++s_.matched;
-    trace_.push_back(fmt::format("{} at {} (repeat_kv)", describe_op(T), where(T)));
+    trace_.push_back({T.id, " (repeat_kv)"});
     bool ok = value(argument_value(P, "input"), inner.inputs[0]);
     int repeats = argument_value(P, "repeats");
     if (ok && repeats >= 0 && static_cast<size_t>(new_axis) + 1 < T.inputs.size()) ok = value(repeats, T.inputs[static_cast<size_t>(new_axis) + 1]);
@@ -530,29 +579,29 @@ class Walk {
     for (int side = 0; side < 2; ++side) {
       int scale = through_casts(pg_, P.inputs[static_cast<size_t>(side)]);
       if (pg_.producer_of(scale).cls != OpClass::Input) continue;
-      State saved = s_;
-      s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      Checkpoint saved = mark();
+      map_op(P.id, T.id);
       s_.claimed.push_back(T.id);
       s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
       ++s_.matched;
-      trace_.push_back(fmt::format("{} at {} (division by the reciprocal scale)", describe_op(T), where(T)));
+      trace_.push_back({T.id, " (division by the reciprocal scale)"});
       bool ok = value(P.inputs[static_cast<size_t>(1 - side)], T.inputs[0]) && bind(scale, T.inputs[1]);
       trace_.pop_back();
       if (ok) {
         s_.reciprocal.push_back(scale);
         return true;
       }
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
 
   // transpose(2, 3), transpose(3, 2) and transpose(-2, -1) swap the same two
   // axes of the 4-D tensors attention works on.
-  std::optional<bool> same_transpose(const std::vector<Arg>& pa, const std::vector<Arg>& ta) {
-    auto axes = [](const FunctionDataflow& g, const std::vector<Arg>& args) -> std::optional<std::set<int>> {
+  std::optional<bool> same_transpose(const OpArguments& pa, const OpArguments& ta) {
+    auto axes = [](const FunctionDataflow& g, const OpArguments& args) -> std::optional<std::set<int>> {
       std::set<int> out;
-      for (const Arg& a : args) {
+      for (const OpArgument& a : args) {
         if (a.key != "dim0" && a.key != "dim1") continue;
         auto c = constant_of(g, a.value);
         if (!c || !c->numeric) return std::nullopt;
@@ -572,7 +621,7 @@ class Walk {
   bool same_tensor_sequence(const DataflowOp& P, const DataflowOp& T) const {
     auto packing = [](const DataflowOp& op) { return op.name == "list" || op.name == "tuple"; };
     if (!packing(P) || !packing(T) || P.cls != T.cls || P.outputs.empty()) return false;
-    std::vector<int> readers = pg_.consumers(P.outputs[0]);
+    const std::vector<int>& readers = pattern_readers(P.outputs[0]);
     for (int reader : readers) {
       const std::string& name = pg_.ops[static_cast<size_t>(reader)].name;
       if (name != "cat" && name != "concat" && name != "concatenate" && name != "stack") return false;
@@ -585,27 +634,28 @@ class Walk {
   }
 
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
-    if (!kinds_agree(P, T)) {
-      State saved = s_;
+    const bool agree = kinds_agree(P, T);
+    if (!agree && has_other_spellings(P.name)) {
+      Checkpoint saved = mark();
       if (equivalent_spelling(P, T, passed)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
     }
-    if (!kinds_agree(P, T) && s_.matched <= best_.matched) return false;  // not deeper: no message to build
-    if (!kinds_agree(P, T)) return fail(fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)), T.id);
+    if (!agree && s_.matched <= best_.matched) return false;  // not deeper: no message to build
+    if (!agree) return fail_with([&] { return fmt::format("expected {}, found {} at {}", describe_op(P), describe_op(T), where(T)); }, T.id);
     if (out_index >= T.outputs.size() || T.outputs[out_index] != tv)
-      return fail(fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)), T.id);
-    std::optional<State> before;
-    if (P.name == "mul") before = s_;
-    s_.op_map[static_cast<size_t>(P.id)] = T.id;
+      return fail_with([&] { return fmt::format("expected output {} of {} at {}", out_index, describe_op(T), where(T)); }, T.id);
+    std::optional<Checkpoint> before;
+    if (P.name == "mul") before = mark();
+    map_op(P.id, T.id);
     s_.claimed.push_back(T.id);
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     ++s_.matched;
-    trace_.push_back(fmt::format("{} at {}", describe_op(T), where(T)));
+    trace_.push_back({T.id, ""});
     bool ok = arguments_match(P, T);
     trace_.pop_back();
     if (ok || !before) return ok;
     // `x * 0.5 * y` grouped another way in the model (`x * (0.5 * y)`).
-    s_ = std::move(*before);
+    rollback(*before);
     return same_product(P, T, passed);
   }
 
@@ -616,7 +666,7 @@ class Walk {
     muls.push_back(op.id);
     for (int in : op.inputs) {
       const DataflowOp& src = g.producer_of(in);
-      size_t readers = pattern ? g.consumers(in).size() : t_.readers[static_cast<size_t>(in)].size();
+      size_t readers = pattern ? pattern_readers(in).size() : t_.readers[static_cast<size_t>(in)].size();
       if (src.name == "mul" && src.cls == OpClass::Compute && src.inputs.size() == 2 && readers == 1 && muls.size() < 6)
         product_factors(g, src, pattern, factors, muls);
       else
@@ -630,12 +680,12 @@ class Walk {
     product_factors(tg_, T, false, model_factors, model_muls);
     if (pattern_factors.size() < 3 || pattern_factors.size() != model_factors.size()) return false;
     for (size_t i = 0; i < pattern_muls.size(); ++i) {
-      s_.op_map[static_cast<size_t>(pattern_muls[i])] = model_muls[i];
+      map_op(pattern_muls[i], model_muls[i]);
       s_.claimed.push_back(model_muls[i]);
     }
     s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
     s_.matched += static_cast<int>(pattern_muls.size());
-    trace_.push_back(fmt::format("{} at {} (factors regrouped)", describe_op(T), where(T)));
+    trace_.push_back({T.id, " (factors regrouped)"});
     std::vector<char> used(model_factors.size(), 0);
     bool ok = match_factors(pattern_factors, model_factors, used, 0);
     trace_.pop_back();
@@ -647,11 +697,11 @@ class Walk {
     if (i == pattern.size()) return true;
     for (size_t j = 0; j < model.size(); ++j) {
       if (used[j]) continue;
-      State saved = s_;
+      Checkpoint saved = mark();
       used[j] = 1;
       if (value(pattern[i], model[j]) && match_factors(pattern, model, used, i + 1)) return true;
       used[j] = 0;
-      s_ = std::move(saved);
+      rollback(saved);
     }
     return false;
   }
@@ -679,64 +729,64 @@ class Walk {
     return true;
   }
 
-  // A dropout probability that is 0 at inference: a literal 0 or
-  // `p if self.training else 0.0` (either arm order). Fused inference
-  // kernels have no dropout, and eval mode never applies it.
-  bool inference_dropout_off(int tv) const {
-    auto zero = [&](int v) {
-      auto c = constant_of(tg_, v);
-      return c && c->numeric && c->number == 0;
-    };
-    if (zero(tv)) return true;
-    const DataflowOp& op = tg_.producer_of(through_casts(tg_, tv));
-    if (op.name != "select" || op.inputs.size() != 3) return false;
-    // `self.training` is one attribute op; `module.training` reads attribute
-    // "training" of a value (getattr).
-    auto is_training = [](const DataflowOp& a) {
-      if (a.cls != OpClass::Attribute) return false;
-      if (a.name == "getattr") return !a.attrs.empty() && a.attrs[0] == "training";
-      return a.name.size() >= 8 && a.name.compare(a.name.size() - 8, 8, "training") == 0;
-    };
-    const DataflowOp& cond = tg_.producer_of(through_casts(tg_, op.inputs[0]));
-    if (is_training(cond)) return zero(op.inputs[2]);
-    bool negated = cond.name == "not" && cond.inputs.size() == 1 && is_training(tg_.producer_of(cond.inputs[0]));
-    return negated && zero(op.inputs[1]);
+  // What compile_rule worked out once per pattern value; computed here for
+  // a pattern built another way.
+  const std::optional<ConstantValue>& pattern_constant(int pv) {
+    if (p_.constants.size() == pg_.values.size()) return p_.constants[static_cast<size_t>(pv)];
+    fallback_constant_ = constant_of(pg_, pv);
+    return fallback_constant_;
+  }
+  bool pattern_size_expression(int pv) const {
+    if (p_.size_expressions.size() == pg_.values.size()) return p_.size_expressions[static_cast<size_t>(pv)] != 0;
+    return is_size_expression(pg_, pv);
+  }
+
+  // The pattern ops reading value `pv` (each once).
+  const std::vector<int>& pattern_readers(int pv) const {
+    if (p_.readers.size() == pg_.values.size()) return p_.readers[static_cast<size_t>(pv)];
+    fallback_readers_ = pg_.consumers(pv);
+    return fallback_readers_;
+  }
+
+  const OpArguments& pattern_arguments(const DataflowOp& P) const {
+    if (p_.compared_arguments.size() == pg_.ops.size()) return p_.compared_arguments[static_cast<size_t>(P.id)];
+    return pattern_fallback_.of(P);
   }
 
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
     if (P.name == "tuple" && T.name == "tuple")
       if (std::optional<bool> same = ellipsis_index(P, T)) return *same;
-    std::vector<Arg> pa = arguments(P), ta = arguments(T);
-    // Pattern arguments that do not change the computation are not compared.
-    pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), pa.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return is_ignorable_argument(a.key); }), ta.end());
-    // An argument given as None is the same as one left out.
-    pa.erase(std::remove_if(pa.begin(), pa.end(), [&](const Arg& a) { return is_none(pg_, a.value); }), pa.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(), [&](const Arg& a) { return is_none(tg_, a.value); }), ta.end());
-    ta.erase(std::remove_if(ta.begin(), ta.end(),
-                            [&](const Arg& a) { return a.key == "dropout_p" && inference_dropout_off(a.value); }),
-             ta.end());
-    for (const Arg& a : ta) {
-      bool known = std::any_of(pa.begin(), pa.end(), [&](const Arg& b) { return b.key == a.key; });
-      if (!known) return fail(fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key), T.id);
+    // Pattern arguments that do not change the computation are not compared;
+    // a transpose's axes may be compared as a set and then dropped.
+    OpArguments pattern_rest, model_rest;
+    const OpArguments* pa = &pattern_arguments(P);
+    const OpArguments* ta = &t_.arguments.of(T);
+    for (const OpArgument& a : *ta) {
+      bool known = std::any_of(pa->begin(), pa->end(), [&](const OpArgument& b) { return b.key == a.key; });
+      if (!known) return fail_with([&] { return fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key); }, T.id);
     }
     if (P.name == "transpose") {
-      if (std::optional<bool> same = same_transpose(pa, ta)) {
-        if (!*same) return fail(fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)), T.id);
-        pa.erase(std::remove_if(pa.begin(), pa.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), pa.end());
-        ta.erase(std::remove_if(ta.begin(), ta.end(), [](const Arg& a) { return a.key == "dim0" || a.key == "dim1"; }), ta.end());
+      if (std::optional<bool> same = same_transpose(*pa, *ta)) {
+        if (!*same) return fail_with([&] { return fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)); }, T.id);
+        auto is_axis = [](const OpArgument& a) { return a.key == "dim0" || a.key == "dim1"; };
+        pattern_rest.assign(pa->begin(), pa->end());
+        model_rest.assign(ta->begin(), ta->end());
+        pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_axis), pattern_rest.end());
+        model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_axis), model_rest.end());
+        pa = &pattern_rest;
+        ta = &model_rest;
       }
     }
     std::vector<std::pair<int, int>> pairs;
-    for (const Arg& a : pa) {
-      auto it = std::find_if(ta.begin(), ta.end(), [&](const Arg& b) { return b.key == a.key; });
-      if (it == ta.end()) return fail(fmt::format("{} at {} lacks argument {}", describe_op(T), where(T), a.key), T.id);
+    for (const OpArgument& a : *pa) {
+      auto it = std::find_if(ta->begin(), ta->end(), [&](const OpArgument& b) { return b.key == a.key; });
+      if (it == ta->end()) return fail_with([&] { return fmt::format("{} at {} lacks argument {}", describe_op(T), where(T), a.key); }, T.id);
       pairs.emplace_back(a.value, it->value);
     }
     if (is_commutative(P.name) && pairs.size() == 2) {
-      State saved = s_;
+      Checkpoint saved = mark();
       if (value(pairs[0].first, pairs[0].second) && value(pairs[1].first, pairs[1].second)) return true;
-      s_ = std::move(saved);
+      rollback(saved);
       return value(pairs[0].first, pairs[1].second) && value(pairs[1].first, pairs[0].second);
     }
     for (const auto& [pv, tv] : pairs)
@@ -748,13 +798,17 @@ class Walk {
   const TargetIndex& t_;
   const FunctionDataflow& pg_;
   const FunctionDataflow& tg_;
+  ComparedArguments pattern_fallback_{pg_, false};  // for a pattern built without compile_rule
+  std::optional<ConstantValue> fallback_constant_;
+  mutable std::vector<int> fallback_readers_;
   bool lenient_ = false;
+  double reported_from_ = 0;  // shallower failures are not told: no reason or state kept for them
   bool refused_ = false;
   bool reported_refusal_ = false;
   State s_;
   State best_state_;
   Failure best_;
-  std::vector<std::string> trace_;
+  std::vector<TraceStep> trace_;
   std::vector<int> returned_;  // model values matched to the pattern's returned values so far
 };
 
@@ -769,13 +823,13 @@ int start_op(const Pattern& pattern) {
   return -1;
 }
 
-Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op) {
-  Walk strict(pattern, target);
+Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op, double reported_from) {
+  Walk strict(pattern, target, reported_from);
   Attempt a = strict.run(anchor_op);
   if (a.ok || !strict.refused()) return a;
   // A value RULE["match"] refuses (a norm input computed by RoPE, a residual
   // that is scaled) is the near-miss to tell when the rest of the pattern is there.
-  Walk lenient(pattern, target, true);
+  Walk lenient(pattern, target, reported_from, true);
   Attempt b = lenient.run(anchor_op);
   if (b.ok || (lenient.reported_refusal() && b.matched >= a.matched)) return b;
   return a;

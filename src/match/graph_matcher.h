@@ -33,6 +33,8 @@ struct Attempt {
 // computes (through casts); -1 when the pattern returns only parameters.
 int start_op(const Pattern& pattern);
 
-Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op);
+// `reported_from`: a failure that reaches fewer steps is never told, so its
+// reason, trace and state are not kept (a.matched is still the depth).
+Attempt attempt_match(const Pattern& pattern, const TargetIndex& target, int anchor_op, double reported_from = 0);
 
 }  // namespace npufuse::match

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "match/graph_matcher.h"
+#include "match/pattern_needs.h"
 #include "match/op_signature.h"
 #include "match/target_index.h"
 #include "match/value_view.h"
@@ -275,12 +277,28 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   TargetIndex index(target);
   std::vector<Match> found;
   std::vector<NearMissTrace> misses;
+  const NameVocabulary* present_for = nullptr;  // the vocabulary `present` was worked out for
+  std::vector<char> present;
   for (const Pattern& p : patterns) {
     if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
     int start = start_op(p);
     if (start < 0) continue;
+    // Rule the pattern out when no walk from any start op could match or be
+    // a near-miss: the result is the same, without the walks.
+    const double near_miss_at = p.near_miss_steps > 0 ? options.near_miss_min_share * p.near_miss_steps : -1;
+    if (!options.rule_out_early) {
+      // every start op is walked
+    } else if (p.vocabulary) {
+      if (p.vocabulary.get() != present_for) {
+        present = names_present(*p.vocabulary, index.by_name);
+        present_for = p.vocabulary.get();
+      }
+      if (!may_match_or_nearly(p.needs, present, near_miss_at)) continue;
+    } else if (!may_match_or_nearly(p.needs_known ? p.needs : needs_of(p), index.by_name, near_miss_at)) {
+      continue;
+    }
     for (int cand : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name)) {
-      Attempt a = attempt_match(p, index, cand);
+      Attempt a = attempt_match(p, index, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
       std::vector<int> ops;
       if (a.ok) {
         ops = covered_ops(index, a);

@@ -78,6 +78,10 @@ struct MatchResult {
 struct MatchOptions {
   // Near-misses that matched fewer than this share of the pattern's ops are dropped.
   double near_miss_min_share = 0.5;
+  // Skip a pattern on a function when the function lacks the op names any
+  // match or near-miss would need (pattern_needs.h). Only tests turn it off,
+  // to show that it changes nothing.
+  bool rule_out_early = true;
 };
 
 // Every non-overlapping match of any of `patterns` (alternatives of one rule

@@ -81,9 +81,9 @@ bool is_commutative(std::string_view op) {
 }
 
 bool is_layout_view(std::string_view op) {
-  static const std::set<std::string, std::less<>> ops = {"contiguous", "view", "reshape", "view_as", "flatten",
-                                                         "unflatten", "clone", "detach"};
-  return ops.count(op) > 0;
+  // Asked at every step of every walk: plain comparisons, no set lookup.
+  return op == "view" || op == "reshape" || op == "contiguous" || op == "view_as" || op == "flatten" ||
+         op == "unflatten" || op == "clone" || op == "detach";
 }
 
 bool same_view_op(std::string_view a, std::string_view b) {
@@ -92,9 +92,9 @@ bool same_view_op(std::string_view a, std::string_view b) {
 }
 
 bool is_inference_identity(std::string_view op) {
-  static const std::set<std::string, std::less<>> ops = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
-                                                         "feature_alpha_dropout"};
-  return ops.count(op) > 0;
+  if (op.find("dropout") == std::string_view::npos) return false;  // the common answer, cheaply
+  return op == "dropout" || op == "dropout1d" || op == "dropout2d" || op == "dropout3d" || op == "alpha_dropout" ||
+         op == "feature_alpha_dropout";
 }
 
 bool is_ignorable_argument(std::string_view key) {

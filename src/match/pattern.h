@@ -3,10 +3,15 @@
 // graph the model code gets (model/dataflow.h), read backwards from what the
 // function returns. Parameters are the pattern's free inputs; a parameter
 // used twice ties both uses to one value of the model.
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "match/match_options.h"
+#include "match/op_arguments.h"
+#include "match/pattern_needs.h"
+#include "match/value_view.h"
 #include "model/dataflow.h"
 #include "rules/rule.h"
 
@@ -24,6 +29,18 @@ struct Pattern {
   // partial_returns the steps of the first returned value alone (q's RoPE
   // failing on its own is as far as a one-tensor model can get).
   int near_miss_steps = 0;
+  // compared_arguments of each op of `graph`, by op id (filled by compile_rule).
+  std::vector<OpArguments> compared_arguments;
+  // By value id: the literal a value is (through casts), and whether it is a
+  // size read from a tensor's shape (filled by compile_rule).
+  std::vector<std::optional<ConstantValue>> constants;
+  std::vector<char> size_expressions;
+  std::vector<std::vector<int>> readers;  // by value id: the ops reading it (graph.consumers)
+  // The model op names a match needs (filled by compile_rule when `needs_known`).
+  PatternNeeds needs;
+  bool needs_known = false;
+  // Shared by the patterns compiled together (compile_rules); null otherwise.
+  std::shared_ptr<const NameVocabulary> vocabulary;
 };
 
 // One pattern per `search*` function of the rule, in file order. Throws

@@ -21,6 +21,13 @@ const std::vector<int>& TargetIndex::ops_named(const std::string& name) const {
   return it == by_name.end() ? none : it->second;
 }
 
+const std::optional<ConstantValue>& TargetIndex::constant(int v) const {
+  if (constants_.size() != g.values.size()) constants_.resize(g.values.size());
+  auto& slot = constants_[static_cast<size_t>(v)];
+  if (!slot) slot = constant_of(g, v);
+  return *slot;
+}
+
 bool is_metadata_read(const model::DataflowOp& op) {
   return op.cls == model::OpClass::Attribute && (op.name == "shape" || op.name == "dtype" || op.name == "device");
 }

@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "model/model_config.h"
 #include "model/source_set.h"
+#include "plan/model_matches.h"
 #include "plan/plan.h"
 #include "rules/ruleset.h"
 
@@ -22,6 +23,9 @@ struct AnalysisInputs {
   const model::ModelConfig* config = nullptr;
   const rules::RuleSet* rules = nullptr;
   const catalog::Catalog* catalog = nullptr;
+  // `rules` compiled, when the caller analyses many models with one rule
+  // set (a tree scan); compiled per analysis when null.
+  CompiledPatterns patterns;
   AnalyzeOptions options;
 };
 

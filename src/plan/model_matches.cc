@@ -16,21 +16,22 @@ bool has_forward(const model::ClassDecl& cls) {
 void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner) {
   out.graphs.push_back(std::move(graph));
   const model::FunctionDataflow& target = out.graphs.back();
-  match::MatchResult r = match::match_patterns(out.patterns, target);
+  match::MatchResult r = match::match_patterns(*out.patterns, target);
   for (match::Match& m : r.matches) out.matches.push_back(MatchSite{std::move(m), function, owner});
   for (match::NearMissTrace& n : r.near_misses) out.near_misses.push_back(NearMissSite{std::move(n), function});
 }
 
 }  // namespace
 
+CompiledPatterns compile_patterns(const rules::RuleSet& rules) {
+  return std::make_shared<const std::vector<match::Pattern>>(match::compile_rules(rules.rules()));
+}
+
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
-                         const model::ModelConfig* config) {
+                         const model::ModelConfig* config, CompiledPatterns patterns) {
   ModelMatches out;
-  for (const rules::Rule& rule : rules.rules()) {
-    std::vector<match::Pattern> compiled = match::compile_rule(rule);
-    for (match::Pattern& p : compiled) out.patterns.push_back(std::move(p));
-  }
-  if (out.patterns.empty()) return out;
+  out.patterns = patterns ? std::move(patterns) : compile_patterns(rules);
+  if (out.patterns->empty()) return out;
 
   model::RoleTableSubmodules lookup(roles, config);
   for (const model::ClassDecl* cls : roles.module_classes()) {

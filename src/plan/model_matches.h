@@ -5,6 +5,7 @@
 // forward, then again inside every block that inlines it); dedupe happens
 // later, on (rule, source span).
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,22 @@ struct NearMissSite {
   std::string function;
 };
 
+// Every rule's patterns, in rule order. Compiled once and then only read:
+// a tree scan shares one set between its worker threads.
+using CompiledPatterns = std::shared_ptr<const std::vector<match::Pattern>>;
+CompiledPatterns compile_patterns(const rules::RuleSet& rules);
+
 struct ModelMatches {
-  std::vector<match::Pattern> patterns;        // every rule's, compiled once; matches point here
+  CompiledPatterns patterns;                   // matches point here
   std::deque<model::FunctionDataflow> graphs;  // the targets; matches point here
   std::vector<MatchSite> matches;
   std::vector<NearMissSite> near_misses;
 };
 
 // `config` resolves dispatch tables keyed by config values (attn_implementation),
-// as the inventory does; it may be null.
+// as the inventory does; it may be null. `patterns` are `rules` compiled;
+// when null they are compiled here.
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
-                         const model::ModelConfig* config = nullptr);
+                         const model::ModelConfig* config = nullptr, CompiledPatterns patterns = nullptr);
 
 }  // namespace npufuse::plan

@@ -81,7 +81,7 @@ void ScanCache::store(const std::string& key, const ModelResult& r) const {
     std::string path = path_of(key);
     std::error_code ec;
     fs::create_directories(fs::path(path).parent_path(), ec);
-    write_file_atomic(path, j.dump());
+    write_file_atomic(path, j.dump(), Flush::RenameOnly);
   } catch (const std::exception&) {
   }
 }

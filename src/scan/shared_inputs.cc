@@ -32,11 +32,16 @@ SharedInputs SharedInputs::load(const std::string& rules_dir, const std::string&
     append_field(digest_input, f.text);
   }
 
-  return SharedInputs{
+  SharedInputs shared{
       rules::RuleSet::load(rule_files, rules_dir.empty() ? "rules" : rules_dir),
       catalog::Catalog::load(catalog_files, catalog_dir.empty() ? "catalog" : catalog_dir),
       util::sha256_hex(digest_input),
+      nullptr,
   };
+  // Patterns point at their rules: compiled where the rules now live (a
+  // move of the RuleSet keeps its rules where they are).
+  shared.patterns = plan::compile_patterns(shared.rules);
+  return shared;
 }
 
 }  // namespace npufuse::scan

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "catalog/catalog.h"
+#include "plan/model_matches.h"
 #include "rules/ruleset.h"
 
 namespace npufuse::scan {
@@ -16,6 +17,8 @@ struct SharedInputs {
   // sha256 over every rule and catalog file (path and bytes): a cached plan
   // made with other rules or another catalog is never reused.
   std::string fingerprint;
+  // The rules compiled into patterns once for the whole scan.
+  plan::CompiledPatterns patterns;
 
   // Embedded copies unless a directory is given. Throws rules::RuleError,
   // catalog::CatalogError or FileError.

@@ -49,7 +49,7 @@ mode_t file_mode_for(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& data) {
+void write_file_atomic(const std::string& path, const std::string& data, Flush flush) {
   namespace fs = std::filesystem;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -72,7 +72,7 @@ void write_file_atomic(const std::string& path, const std::string& data) {
     }
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((flush == Flush::ToDisk && ::fsync(fd) != 0) || ::close(fd) != 0) {
     ::unlink(tmpl.c_str());
     throw FileError(fmt::format("{}: cannot flush: {}", path, std::strerror(errno)));
   }

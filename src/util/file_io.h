@@ -15,8 +15,15 @@ class FileError : public std::runtime_error {
 // directory, or an unreadable file; `limit` bytes at most (0 = no limit).
 std::string read_file(const std::string& path, size_t limit = 0);
 
+// How far a write is pushed before it counts as done. ToDisk (fsync) is
+// for files a user cannot make again, such as their own source. Regenerable
+// outputs written by the thousand (a tree scan's plans and cache entries)
+// skip it: the rename still means a reader never sees a half-written file,
+// and a flush per file would cost more than the analysis.
+enum class Flush { ToDisk, RenameOnly };
+
 // Writes `data` to `path` atomically: a temporary file in the same directory,
-// flushed, then renamed over the target.
-void write_file_atomic(const std::string& path, const std::string& data);
+// flushed as `flush` says, then renamed over the target.
+void write_file_atomic(const std::string& path, const std::string& data, Flush flush = Flush::ToDisk);
 
 }  // namespace npufuse
