@@ -53,6 +53,7 @@ RULE = {
     "module": "moe_gate",
     "apis": ["npu_moe_gating_top_k"],
     "stages": ["prefill", "decode"],
+    "when": "moe",
     "safety": "safe",
     "prerequisites": [],
     "checks": ["npu_moe_gating_top_k:*"],

@@ -42,6 +42,7 @@ RULE = {
     "module": "moe_gate",
     "apis": ["npu_moe_gating_top_k_softmax"],
     "stages": ["prefill", "decode"],
+    "when": "moe",
     "safety": "safe",
     "prerequisites": [],
     "checks": ["npu_moe_gating_top_k_softmax:*"],

@@ -177,7 +177,11 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   // MoE: experts (a list of MLPs, or a stacked-experts module) with a router.
   bool expert_list = list_elements.count(ModuleRole::Mlp) > 0;
   bool router = count(ModuleRole::Router) > 0;
-  bool routing_ops = has(ops, "topk") || has(ops, "one_hot") || has(ops, "index_add") || has(ops, "bincount");
+  // Dispatch ops alone (one_hot, index_add, bincount) also build token-type
+  // masks and scatter sums in dense models (XLNet's layer list): with no
+  // router child and no linear to score with, the forward must select by topk.
+  bool dispatch_ops = has(ops, "one_hot") || has(ops, "index_add") || has(ops, "bincount");
+  bool routing_ops = has(ops, "topk") || (linears && dispatch_ops);
   if (expert_list && (router || linears || routing_ops)) {
     evidence("expert list " + join(list_elements[ModuleRole::Mlp]) +
              (router ? " with router " + join(children[ModuleRole::Router]) : std::string(" with routing ops")));

@@ -13,6 +13,7 @@
 #include "plan/deployment.h"
 #include "plan/deployment_facts.h"
 #include "plan/model_matches.h"
+#include "plan/moe_fact.h"
 #include "plan/opaque_cache.h"
 #include "plan/review.h"
 #include "plan/rule_gate.h"
@@ -83,6 +84,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   if (!in.options.deploy.empty()) deployment = load_deployment(in.options.deploy, in.catalog->facts());
   DeploymentFacts deployed = deployment_facts(inventory.facts, deployment, in.options, in.catalog->facts());
   add_cache_facts(inventory.kv_cache, deployed.facts);
+  add_moe_fact(roles, blocks, deployed.facts);
   plan.options.stage = deployed.stage;
   timer.lap("model");
 
