@@ -215,7 +215,7 @@ class Walk {
   bool other_anchor(int v) {
     int pv = reshaped_only(s_, through_casts(pg_, v));
     const DataflowOp& P = pg_.producer_of(pv);
-    if (P.cls == OpClass::Input || constant_of(pg_, pv)) return true;
+    if (P.cls == OpClass::Input || pattern_constant(pv)) return true;
     if (s_.op_map[static_cast<size_t>(P.id)] >= 0) return true;
     size_t idx = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), pv) - P.outputs.begin());
     for (int cand : t_.ops_named(P.name)) {
@@ -311,7 +311,8 @@ class Walk {
     const DataflowOp& pb = tg_.producer_of(b);
     if (pa.cls == OpClass::Attribute && pa.inputs.empty() && pb.cls == OpClass::Attribute && pb.inputs.empty())
       return pa.name == pb.name && pa.attrs == pb.attrs;
-    auto ca = constant_of(tg_, a), cb = constant_of(tg_, b);
+    const std::optional<ConstantValue>& ca = t_.constant(a);
+    const std::optional<ConstantValue>& cb = t_.constant(b);
     if (ca || cb) return ca && cb && *ca == *cb;
     // The same pure computation of the same values (no in-place op, no call).
     if (depth > 6 || pa.name != pb.name || pa.attrs != pb.attrs || pa.inputs.size() != pb.inputs.size() || pa.in_place ||
@@ -456,8 +457,8 @@ class Walk {
     return pair(P, T, tv, out_index, passed);
   }
 
-  bool is_constant(const FunctionDataflow& g, int v, double number) const {
-    auto c = constant_of(g, v);
+  bool is_constant(const FunctionDataflow& g, int v, double number) {
+    const std::optional<ConstantValue>& c = constant_in(g, v);
     return c && c->numeric && c->number == number;
   }
 
@@ -545,7 +546,7 @@ class Walk {
     const DataflowOp& inner = tg_.producer_of(through_casts(tg_, T.inputs[0]));
     int new_axis = -1;
     if (inner.name == "unsqueeze" && inner.inputs.size() == 2) {
-      auto c = constant_of(tg_, inner.inputs[1]);
+      const std::optional<ConstantValue>& c = t_.constant(inner.inputs[1]);
       if (c && c->numeric) new_axis = static_cast<int>(c->number);
     } else if (inner.name == "getitem" && inner.inputs.size() == 2) {
       const DataflowOp& index = tg_.producer_of(inner.inputs[1]);
@@ -714,8 +715,8 @@ class Walk {
   // An index `[..., i]` in the pattern and `[:, :, :, i]` in the model: the
   // model's leading whole-axis slices are what the Ellipsis stands for.
   std::optional<bool> ellipsis_index(const DataflowOp& P, const DataflowOp& T) {
-    auto is_ellipsis = [](const FunctionDataflow& g, int v) {
-      auto c = constant_of(g, v);
+    auto is_ellipsis = [this](const FunctionDataflow& g, int v) {
+      const std::optional<ConstantValue>& c = constant_in(g, v);
       return c && !c->numeric && c->text == "...";
     };
     if (P.inputs.empty() || !is_ellipsis(pg_, P.inputs[0]) || T.inputs.size() < P.inputs.size()) return std::nullopt;
@@ -735,6 +736,10 @@ class Walk {
     if (p_.constants.size() == pg_.values.size()) return p_.constants[static_cast<size_t>(pv)];
     fallback_constant_ = constant_of(pg_, pv);
     return fallback_constant_;
+  }
+  // A literal of either graph, from the caches.
+  const std::optional<ConstantValue>& constant_in(const FunctionDataflow& g, int v) {
+    return &g == &tg_ ? t_.constant(v) : pattern_constant(v);
   }
   bool pattern_size_expression(int pv) const {
     if (p_.size_expressions.size() == pg_.values.size()) return p_.size_expressions[static_cast<size_t>(pv)] != 0;
