@@ -224,7 +224,8 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
     for (size_t i = 1; i < bg.op(id).inputs.size(); ++i) data_values.push_back(bg.op(id).inputs[i]);
   OpSet path = intersect(after_projection, bg.data_upstream(data_values));
   std::vector<int> rope;
-  bool complex_form = false, rotate_half = false, stacked = false, outside_operand = false;
+  bool complex_form = false, rotate_half = false, stacked = false;
+  int outside_muls = 0;  // products with a factor from outside the projections
   OpSet absorb = set_of(n, core.absorb_uk);
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
@@ -239,14 +240,20 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
     if (o.name == "stack") stacked = true;
     // cos/sin (or freqs_cis) hold no projected data; a slice of them sized
     // from q's shape (`cos[..., : q.shape[-1]]`) still does not.
-    if (o.name == "mul")
+    if (o.name == "mul") {
+      bool outside = false;
       for (int v : o.inputs) {
         const DataflowOp& src = bg.source(v);
         if (src.cls == OpClass::Constant || all_linear[static_cast<size_t>(src.id)]) continue;
-        if (!any(intersect(bg.data_upstream({v}), all_linear))) outside_operand = true;
+        if (!any(intersect(bg.data_upstream({v}), all_linear))) outside = true;
       }
+      outside_muls += outside ? 1 : 0;
+    }
   }
-  if (!outside_operand) rope.clear();
+  // A rotation multiplies by cos and by sin (two products), or by complex
+  // frequencies; one product with an outside factor is a scale
+  // (`q_proj(x) * self.scaling`), not RoPE.
+  if (outside_muls == 0 || (!complex_form && outside_muls < 2)) rope.clear();
   std::string rope_detail = complex_form ? "complex multiply (view_as_complex * freqs_cis), interleaved pairs"
                             : rotate_half ? "rotate_half: x*cos + cat(-x2, x1)*sin, half-split"
                             : stacked     ? "even/odd pairs rotated and stacked"
