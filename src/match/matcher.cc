@@ -248,6 +248,20 @@ bool calls_own_method(const Pattern& p, const FunctionDataflow& target, const st
   return false;
 }
 
+// Whether `part`'s ops lie in `whole`: ops of its own may only be casts and
+// layout views (the part spells `cos.unsqueeze(1)`, which the whole passes
+// through), and the two share at least one computation.
+bool lies_within(const Match& part, const Match& whole) {
+  bool shared = false;
+  for (int id : part.ops) {
+    const model::OpClass cls = part.target->ops[static_cast<size_t>(id)].cls;
+    bool layout_only = cls == model::OpClass::View || cls == model::OpClass::Cast;
+    if (std::binary_search(whole.ops.begin(), whole.ops.end(), id)) shared = shared || !layout_only;
+    else if (!layout_only) return false;
+  }
+  return shared;
+}
+
 // RULE["match"]["contains"]: a match of a named rule whose ops all lie in a
 // match of the containing rule is a part of that chain, not a chain.
 void drop_contained_parts(std::vector<Match>& matches) {
@@ -258,7 +272,7 @@ void drop_contained_parts(std::vector<Match>& matches) {
     for (size_t i = 0; i < matches.size(); ++i) {
       const Match& m = matches[i];
       if (&m == &whole || !contains.count(rule_id(*m.pattern))) continue;
-      if (std::includes(whole.ops.begin(), whole.ops.end(), m.ops.begin(), m.ops.end())) part[i] = true;
+      if (lies_within(m, whole)) part[i] = true;
     }
   }
   size_t kept = 0;
