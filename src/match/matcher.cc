@@ -10,6 +10,7 @@
 #include <set>
 
 #include "match/graph_matcher.h"
+#include "match/match_memo.h"
 #include "match/pattern_needs.h"
 #include "match/op_signature.h"
 #include "match/target_index.h"
@@ -291,9 +292,104 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   TargetIndex index(target);
   std::vector<Match> found;
   std::vector<NearMissTrace> misses;
+  // One walk from model op `cand`, with what follows from it: a match, a
+  // near-miss told, or nothing. True when it gave a match or a near-miss
+  // (or matched and was then dropped): the walks a memo replays.
+  auto consider = [&](const Pattern& p, int cand, double near_miss_at) -> bool {
+    Attempt a = attempt_match(p, index, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
+    std::vector<int> ops;
+    if (a.ok) {
+      ops = covered_ops(index, a);
+      std::string violation = anchor_use_violation(index, p, ops, a.anchors);
+      if (!violation.empty()) {
+        a.ok = false;
+        a.reason = violation;
+        a.failed_at = cand;
+      }
+    }
+    if (!a.ok) {
+      if (p.near_miss_steps > 0 && a.matched >= options.near_miss_min_share * p.near_miss_steps) {
+        NearMissTrace n;
+        n.pattern = &p;
+        n.anchor_op = cand;
+        n.matched_steps = a.matched;
+        n.pattern_steps = p.near_miss_steps;
+        n.finding = a.reason;
+        n.reason = explained(p, a.reason);
+        n.trace = a.trace;
+        std::vector<int> touched;
+        for (int id : a.op_map)
+          if (id >= 0) touched.push_back(id);
+        if (a.failed_at >= 0) touched.push_back(a.failed_at);
+        std::sort(touched.begin(), touched.end());
+        n.spans = spans_of(target, touched);
+        misses.push_back(std::move(n));
+        return true;
+      }
+      return false;
+    }
+    // From here on the walk matched: worth walking again in a graph like this one.
+    if (calls_own_method(p, target, a.op_map)) return true;
+    Match m;
+    m.pattern = &p;
+    m.target = &target;
+    m.ops = ops;
+    m.anchors = a.anchors;
+    // A partial match (RULE["match"] partial_returns) names only what the model computes.
+    if (p.options.partial_returns) m.anchors.erase(std::remove(m.anchors.begin(), m.anchors.end(), -1), m.anchors.end());
+    for (size_t i = 0; i < p.parameters.size() && i < a.binding.size(); ++i) {
+      if (p.options.partial_returns && a.binding[i] < 0) continue;
+      Binding b{p.parameters[i], a.binding[i], ""};
+      if (b.value >= 0) {
+        const DataflowOp& producer = target.producer_of(b.value);
+        const std::string& name = target.values[static_cast<size_t>(b.value)].name;
+        b.text = producer.cls == model::OpClass::Attribute && producer.inputs.empty() ? producer.name
+                 : producer.cls == model::OpClass::Constant && !producer.attrs.empty() ? producer.attrs[0]
+                 : !name.empty() ? name
+                 : describe_op(producer);
+        if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
+      }
+      m.bindings.push_back(std::move(b));
+    }
+    // A returned value that is one input of a branch merge holds only on its branch.
+    std::vector<std::string> branches = a.branches;
+    for (int v : a.anchors) {
+      if (v < 0) continue;
+      const DataflowOp& producer = target.producer_of(v);
+      for (int r : index.readers[static_cast<size_t>(v)])
+        if (target.ops[static_cast<size_t>(r)].name == "phi" && !producer.condition.empty() &&
+            producer.condition != target.ops[static_cast<size_t>(r)].condition &&
+            std::find(branches.begin(), branches.end(), producer.condition) == branches.end())
+          branches.push_back(producer.condition);
+    }
+    // Both sides of one `if` cannot hold at once.
+    bool contradictory = std::any_of(branches.begin(), branches.end(), [&](const std::string& b) {
+      return std::find(branches.begin(), branches.end(), "not (" + b + ")") != branches.end();
+    });
+    if (contradictory) return true;
+    for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
+    m.escapes = escapes_of(index, ops, a.anchors);
+    m.spans = spans_of(target, ops);
+    m.hints = hints_for(p, target);
+    m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
+    if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);
+    found.push_back(std::move(m));
+    return true;
+  };
+
   const NameVocabulary* present_for = nullptr;  // the vocabulary `present` was worked out for
   std::vector<char> present;
-  for (const Pattern& p : patterns) {
+  // A graph the memo has seen (the same code in another file or model):
+  // only the walks that gave something there are walked again.
+  std::string memo_key;
+  std::shared_ptr<const MatchMemo::Walks> replay;
+  MatchMemo::Walks walked;
+  if (options.memo && options.memo->serves(patterns)) {
+    memo_key = MatchMemo::key_of(target, options);
+    replay = options.memo->find(memo_key);
+  }
+  for (size_t pattern_index = 0; pattern_index < patterns.size(); ++pattern_index) {
+    const Pattern& p = patterns[pattern_index];
     if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
     int start = start_op(p);
     if (start < 0) continue;
@@ -311,85 +407,12 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     } else if (!may_match_or_nearly(p.needs_known ? p.needs : needs_of(p), index.by_name, near_miss_at)) {
       continue;
     }
-    for (int cand : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name)) {
-      Attempt a = attempt_match(p, index, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
-      std::vector<int> ops;
-      if (a.ok) {
-        ops = covered_ops(index, a);
-        std::string violation = anchor_use_violation(index, p, ops, a.anchors);
-        if (!violation.empty()) {
-          a.ok = false;
-          a.reason = violation;
-          a.failed_at = cand;
-        }
-      }
-      if (!a.ok) {
-        if (p.near_miss_steps > 0 && a.matched >= options.near_miss_min_share * p.near_miss_steps) {
-          NearMissTrace n;
-          n.pattern = &p;
-          n.anchor_op = cand;
-          n.matched_steps = a.matched;
-          n.pattern_steps = p.near_miss_steps;
-          n.finding = a.reason;
-          n.reason = explained(p, a.reason);
-          n.trace = a.trace;
-          std::vector<int> touched;
-          for (int id : a.op_map)
-            if (id >= 0) touched.push_back(id);
-          if (a.failed_at >= 0) touched.push_back(a.failed_at);
-          std::sort(touched.begin(), touched.end());
-          n.spans = spans_of(target, touched);
-          misses.push_back(std::move(n));
-        }
-        continue;
-      }
-      if (calls_own_method(p, target, a.op_map)) continue;
-      Match m;
-      m.pattern = &p;
-      m.target = &target;
-      m.ops = ops;
-      m.anchors = a.anchors;
-      // A partial match (RULE["match"] partial_returns) names only what the model computes.
-      if (p.options.partial_returns) m.anchors.erase(std::remove(m.anchors.begin(), m.anchors.end(), -1), m.anchors.end());
-      for (size_t i = 0; i < p.parameters.size() && i < a.binding.size(); ++i) {
-        if (p.options.partial_returns && a.binding[i] < 0) continue;
-        Binding b{p.parameters[i], a.binding[i], ""};
-        if (b.value >= 0) {
-          const DataflowOp& producer = target.producer_of(b.value);
-          const std::string& name = target.values[static_cast<size_t>(b.value)].name;
-          b.text = producer.cls == model::OpClass::Attribute && producer.inputs.empty() ? producer.name
-                   : producer.cls == model::OpClass::Constant && !producer.attrs.empty() ? producer.attrs[0]
-                   : !name.empty() ? name
-                   : describe_op(producer);
-          if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
-        }
-        m.bindings.push_back(std::move(b));
-      }
-      // A returned value that is one input of a branch merge holds only on its branch.
-      std::vector<std::string> branches = a.branches;
-      for (int v : a.anchors) {
-        if (v < 0) continue;
-        const DataflowOp& producer = target.producer_of(v);
-        for (int r : index.readers[static_cast<size_t>(v)])
-          if (target.ops[static_cast<size_t>(r)].name == "phi" && !producer.condition.empty() &&
-              producer.condition != target.ops[static_cast<size_t>(r)].condition &&
-              std::find(branches.begin(), branches.end(), producer.condition) == branches.end())
-            branches.push_back(producer.condition);
-      }
-      // Both sides of one `if` cannot hold at once.
-      bool contradictory = std::any_of(branches.begin(), branches.end(), [&](const std::string& b) {
-        return std::find(branches.begin(), branches.end(), "not (" + b + ")") != branches.end();
-      });
-      if (contradictory) continue;
-      for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
-      m.escapes = escapes_of(index, ops, a.anchors);
-      m.spans = spans_of(target, ops);
-      m.hints = hints_for(p, target);
-      m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
-      if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);
-      found.push_back(std::move(m));
-    }
+    const std::vector<int>& starts = replay ? replay->starts_of(pattern_index) : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name);
+    for (int cand : starts)
+      if (consider(p, cand, near_miss_at) && !replay) walked.add(pattern_index, cand);
   }
+
+  if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(walked));
 
   // One match per place and rule: the widest, then the first alternative.
   std::stable_sort(found.begin(), found.end(), [](const Match& a, const Match& b) { return a.ops.size() > b.ops.size(); });

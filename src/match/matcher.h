@@ -75,6 +75,8 @@ struct MatchResult {
   std::vector<NearMissTrace> near_misses;  // only those matching at least half of the pattern
 };
 
+class MatchMemo;
+
 struct MatchOptions {
   // Near-misses that matched fewer than this share of the pattern's ops are dropped.
   double near_miss_min_share = 0.5;
@@ -82,6 +84,9 @@ struct MatchOptions {
   // match or near-miss would need (pattern_needs.h). Only tests turn it off,
   // to show that it changes nothing.
   bool rule_out_early = true;
+  // Walks remembered from graphs of the same code (match_memo.h); shared by
+  // the models of a tree scan. Null: every graph is matched in full.
+  MatchMemo* memo = nullptr;
 };
 
 // Every non-overlapping match of any of `patterns` (alternatives of one rule

@@ -26,6 +26,8 @@ struct AnalysisInputs {
   // `rules` compiled, when the caller analyses many models with one rule
   // set (a tree scan); compiled per analysis when null.
   CompiledPatterns patterns;
+  // Walks remembered across the models of a scan, for `patterns` (may be null).
+  std::shared_ptr<match::MatchMemo> memo;
   AnalyzeOptions options;
 };
 

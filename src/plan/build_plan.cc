@@ -88,7 +88,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   plan.options.stage = deployed.stage;
   timer.lap("model");
 
-  ModelMatches matches = match_model(*in.sources, roles, *in.rules, &config, in.patterns);
+  ModelMatches matches = match_model(*in.sources, roles, *in.rules, &config, in.patterns, in.memo.get());
   // A rule the deployment rules out (a quantised chain on a bf16 model) has
   // nothing to tell about where it almost matched.
   std::erase_if(matches.near_misses, [&](const NearMissSite& n) {

@@ -13,10 +13,13 @@ bool has_forward(const model::ClassDecl& cls) {
   return false;
 }
 
-void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner) {
+void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner,
+            match::MatchMemo* memo) {
   out.graphs.push_back(std::move(graph));
   const model::FunctionDataflow& target = out.graphs.back();
-  match::MatchResult r = match::match_patterns(*out.patterns, target);
+  match::MatchOptions options;
+  options.memo = memo;
+  match::MatchResult r = match::match_patterns(*out.patterns, target, options);
   for (match::Match& m : r.matches) out.matches.push_back(MatchSite{std::move(m), function, owner});
   for (match::NearMissTrace& n : r.near_misses) out.near_misses.push_back(NearMissSite{std::move(n), function});
 }
@@ -28,7 +31,7 @@ CompiledPatterns compile_patterns(const rules::RuleSet& rules) {
 }
 
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
-                         const model::ModelConfig* config, CompiledPatterns patterns) {
+                         const model::ModelConfig* config, CompiledPatterns patterns, match::MatchMemo* memo) {
   ModelMatches out;
   out.patterns = patterns ? std::move(patterns) : compile_patterns(rules);
   if (out.patterns->empty()) return out;
@@ -37,7 +40,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
   for (const model::ClassDecl* cls : roles.module_classes()) {
     if (!has_forward(*cls)) continue;
     std::string name(cls->node->name);
-    run_on(out, model::build_inlined_forward(sources, *cls, lookup), name + ".forward", name);
+    run_on(out, model::build_inlined_forward(sources, *cls, lookup), name + ".forward", name, memo);
   }
   // Methods other than forward, of any class: a KV cache's `update`/`append`
   // writes the cache there (HF Cache classes are no nn.Module).
@@ -46,7 +49,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
       if (!fn || fn->name == "forward" || fn->name == "__init__") continue;
       std::string name(cls.node->name);
-      run_on(out, model::build_dataflow(sources, *cls.file, *fn), name + "." + std::string(fn->name), name);
+      run_on(out, model::build_dataflow(sources, *cls.file, *fn), name + "." + std::string(fn->name), name, memo);
     }
   // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
   // are matched on their own too: a chain may live entirely in one.
@@ -56,7 +59,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     for (const model::ast::stmt* s : file->parsed->module->body) {
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
       if (!fn || training_only.count(std::string(fn->name))) continue;
-      run_on(out, model::build_dataflow(sources, *file, *fn), std::string(fn->name), "");
+      run_on(out, model::build_dataflow(sources, *file, *fn), std::string(fn->name), "", memo);
     }
   }
   return out;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "match/match_memo.h"
 #include "match/matcher.h"
 #include "model/module_roles.h"
 #include "rules/ruleset.h"
@@ -40,8 +41,10 @@ struct ModelMatches {
 
 // `config` resolves dispatch tables keyed by config values (attn_implementation),
 // as the inventory does; it may be null. `patterns` are `rules` compiled;
-// when null they are compiled here.
+// when null they are compiled here. `memo` (for `patterns`) lets graphs of
+// code already matched elsewhere walk only what gave something there.
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
-                         const model::ModelConfig* config = nullptr, CompiledPatterns patterns = nullptr);
+                         const model::ModelConfig* config = nullptr, CompiledPatterns patterns = nullptr,
+                         match::MatchMemo* memo = nullptr);
 
 }  // namespace npufuse::plan

@@ -28,6 +28,7 @@ ModelResult analyze_model(const ModelFolder& folder, const ScanOptions& options,
     in.rules = &shared.rules;
     in.catalog = &shared.catalog;
     in.patterns = shared.patterns;
+    in.memo = shared.memo;
 
     plan::Plan plan = plan::build_plan(in);
     if (plan.tool_version.empty()) plan.tool_version = options.tool_version;

@@ -37,10 +37,12 @@ SharedInputs SharedInputs::load(const std::string& rules_dir, const std::string&
       catalog::Catalog::load(catalog_files, catalog_dir.empty() ? "catalog" : catalog_dir),
       util::sha256_hex(digest_input),
       nullptr,
+      nullptr,
   };
   // Patterns point at their rules: compiled where the rules now live (a
   // move of the RuleSet keeps its rules where they are).
   shared.patterns = plan::compile_patterns(shared.rules);
+  shared.memo = std::make_shared<match::MatchMemo>(*shared.patterns);
   return shared;
 }
 

@@ -19,6 +19,9 @@ struct SharedInputs {
   std::string fingerprint;
   // The rules compiled into patterns once for the whole scan.
   plan::CompiledPatterns patterns;
+  // Walks that gave a match or a near-miss, by graph, shared by all models:
+  // copied code is matched in full once (match/match_memo.h).
+  std::shared_ptr<match::MatchMemo> memo;
 
   // Embedded copies unless a directory is given. Throws rules::RuleError,
   // catalog::CatalogError or FileError.

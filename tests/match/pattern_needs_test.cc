@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "match/match_memo.h"
 #include "match/pattern_needs.h"
 #include "match/target_index.h"
 #include "match_support.h"
@@ -76,6 +77,52 @@ TEST(PatternNeeds, AStepWithoutPartnerRulesOutAMatchButNotANearMiss) {
   for (const std::string& other : p.needs.pairing_names[p.needs.required.front()]) one_short.erase(other);
   EXPECT_FALSE(may_match_or_nearly(p.needs, one_short, -1));
   EXPECT_TRUE(may_match_or_nearly(p.needs, one_short, 1));
+}
+
+}  // namespace
+}  // namespace npufuse::match
+
+namespace npufuse::match {
+namespace {
+
+// The memo (match_memo.h): a graph matched again through the memo (only the
+// walks that gave something the first time) has exactly the result of a
+// full match, near-misses and their texts included, and the memo is used.
+TEST(MatchMemo, ReplayedGraphsGiveTheFullResult) {
+  namespace fs = std::filesystem;
+  const std::vector<Pattern>& patterns = testing::compiled_rules().patterns;
+  MatchMemo memo(patterns);
+  MatchOptions with_memo;
+  with_memo.memo = &memo;
+  int graphs = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models")) {
+    fs::path model = entry.path() / "model.py";
+    if (!fs::exists(model)) continue;
+    auto loaded = testing::load_graphs(model.string());
+    for (const model::FunctionDataflow& g : loaded->graphs) {
+      ++graphs;
+      std::string full = describe(match_patterns(patterns, g));
+      std::string first = describe(match_patterns(patterns, g, with_memo));   // fills the memo
+      std::string second = describe(match_patterns(patterns, g, with_memo));  // replays it
+      EXPECT_EQ(first, full) << model << " " << g.function;
+      EXPECT_EQ(second, full) << model << " " << g.function;
+    }
+  }
+  EXPECT_GT(memo.size(), 50u);
+  EXPECT_GE(memo.hits(), static_cast<size_t>(graphs));
+}
+
+TEST(MatchMemo, KeyIgnoresPlacesButNotComputation) {
+  auto a = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/model.py");
+  ASSERT_FALSE(a->graphs.empty());
+  model::FunctionDataflow moved = a->graphs.front();
+  for (model::DataflowOp& op : moved.ops) op.line += 100;
+  MatchOptions o;
+  EXPECT_EQ(MatchMemo::key_of(moved, o), MatchMemo::key_of(a->graphs.front(), o));
+  model::FunctionDataflow changed = a->graphs.front();
+  ASSERT_FALSE(changed.ops.empty());
+  changed.ops.back().name += "_other";
+  EXPECT_NE(MatchMemo::key_of(changed, o), MatchMemo::key_of(a->graphs.front(), o));
 }
 
 }  // namespace
