@@ -464,21 +464,11 @@ namespace {
 // projection (CLIP, wav2vec2, BART): one product with an outside factor is a
 // scale, not a rotation, so no RoPE step is reported.
 TEST(SubChainForms, QueryScaledByAnAttributeIsNoRope) {
-  const char* scaled = R"(
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-class ScaledAttention(nn.Module):
+  auto b = build(model(R"(
+class ScaledAttention(Attention):
     def __init__(self, config):
-        super().__init__()
-        self.n = config.num_attention_heads
-        self.d = config.hidden_size // config.num_attention_heads
+        super().__init__(config)
         self.scaling = self.d ** -0.5
-        self.q = nn.Linear(config.hidden_size, config.hidden_size)
-        self.k = nn.Linear(config.hidden_size, config.hidden_size)
-        self.v = nn.Linear(config.hidden_size, config.hidden_size)
-        self.o = nn.Linear(config.hidden_size, config.hidden_size)
 
     def forward(self, x):
         b, s, _ = x.shape
@@ -487,15 +477,6 @@ class ScaledAttention(nn.Module):
         v = self.v(x).view(b, s, self.n, self.d).transpose(1, 2)
         p = torch.softmax(q @ k.transpose(-1, -2), dim=-1)
         return self.o((p @ v).transpose(1, 2).reshape(b, s, -1))
-
-class Mlp(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
-
-    def forward(self, x):
-        return self.down(F.gelu(self.up(x)))
 
 class Block(nn.Module):
     def __init__(self, config):
@@ -508,8 +489,7 @@ class Block(nn.Module):
     def forward(self, x):
         x = x + self.attn(self.pre(x))
         return x + self.mlp(self.post(x))
-)";
-  auto b = build(std::string(scaled) + kDecoder);
+)"));
   const ModuleChain* attn = chain(b->inv, "attention");
   ASSERT_NE(attn, nullptr);
   EXPECT_TRUE(steps(*attn, "rope").empty()) << kinds(*attn);

@@ -1,0 +1,122 @@
+// The matcher's shortcuts change no result. Ruling a pattern out of a
+// function before walking it (pattern_needs.h) and replaying only the walks a
+// memo kept for the same code (match_memo.h) must give, on every graph of
+// every test model, the matches and near-misses of a full match.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "match/match_memo.h"
+#include "match/pattern_needs.h"
+#include "match/target_index.h"
+#include "match_support.h"
+
+namespace npufuse::match {
+namespace {
+
+std::string describe(const MatchResult& r) {
+  std::string out;
+  for (const Match& m : r.matches) {
+    out += "match " + m.pattern->rule->id + "/" + m.pattern->alternative;
+    for (int op : m.ops) out += " " + std::to_string(op);
+    out += "\n";
+  }
+  for (const NearMissTrace& n : r.near_misses) {
+    out += "near-miss " + (n.pattern->rule ? n.pattern->rule->id : n.pattern->alternative) + " at " +
+           std::to_string(n.anchor_op) + " " + std::to_string(n.matched_steps) + "/" +
+           std::to_string(n.pattern_steps) + ": " + n.reason + "\n";
+    for (const std::string& step : n.trace) out += "  " + step + "\n";
+  }
+  return out;
+}
+
+// Calls `visit(model path, graph)` for every graph of every test model; the
+// number of graphs visited.
+int for_each_test_model_graph(const std::function<void(const std::string&, const model::FunctionDataflow&)>& visit) {
+  namespace fs = std::filesystem;
+  int graphs = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models")) {
+    fs::path model = entry.path() / "model.py";
+    if (!fs::exists(model)) continue;
+    auto loaded = testing::load_graphs(model.string());
+    for (const model::FunctionDataflow& g : loaded->graphs) {
+      ++graphs;
+      visit(model.string(), g);
+    }
+  }
+  return graphs;
+}
+
+const std::vector<Pattern>& patterns() { return testing::compiled_rules().patterns; }
+
+TEST(PatternNeeds, RulingOutEarlyChangesNoMatchAndNoNearMiss) {
+  MatchOptions walk_all;
+  walk_all.rule_out_early = false;
+  int ruled_out_somewhere = 0;
+  int graphs = for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
+    EXPECT_EQ(describe(match_patterns(patterns(), g)), describe(match_patterns(patterns(), g, walk_all)))
+        << model << " " << g.function;
+    TargetIndex index(g);
+    for (const Pattern& p : patterns()) {
+      ASSERT_TRUE(p.vocabulary) << p.rule->id;
+      if (!may_match_or_nearly(p.needs, names_present(*p.vocabulary, index.by_name), p.near_miss_steps * 0.5)) {
+        ++ruled_out_somewhere;
+        break;
+      }
+    }
+  });
+  EXPECT_GT(graphs, 50);
+  // The comparison means something only if the shortcut is taken.
+  EXPECT_GT(ruled_out_somewhere, 10);
+}
+
+TEST(PatternNeeds, AStepWithoutPartnerRulesOutAMatchButNotANearMiss) {
+  std::vector<Pattern> rms = testing::patterns_of("norm.rms_norm");
+  ASSERT_FALSE(rms.empty());
+  const Pattern& p = rms.front();
+  ASSERT_TRUE(p.needs_known);
+  ASSERT_FALSE(p.needs.required.empty());
+  std::unordered_map<std::string, std::vector<int>> all, none;
+  for (const auto& names : p.needs.pairing_names) all[names.front()] = {0};
+  EXPECT_TRUE(may_match_or_nearly(p.needs, all, -1));
+  EXPECT_FALSE(may_match_or_nearly(p.needs, none, -1));
+  EXPECT_FALSE(may_match_or_nearly(p.needs, none, 1));
+  // One required name missing: no match, but every other step may still pair.
+  auto one_short = all;
+  for (const std::string& name : p.needs.pairing_names[p.needs.required.front()]) one_short.erase(name);
+  EXPECT_FALSE(may_match_or_nearly(p.needs, one_short, -1));
+  EXPECT_TRUE(may_match_or_nearly(p.needs, one_short, 1));
+}
+
+TEST(MatchMemo, ReplayedGraphsGiveTheFullResult) {
+  MatchMemo memo(patterns());
+  MatchOptions with_memo;
+  with_memo.memo = &memo;
+  int graphs = for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
+    std::string full = describe(match_patterns(patterns(), g));
+    std::string first = describe(match_patterns(patterns(), g, with_memo));   // fills the memo
+    std::string second = describe(match_patterns(patterns(), g, with_memo));  // replays it
+    EXPECT_EQ(first, full) << model << " " << g.function;
+    EXPECT_EQ(second, full) << model << " " << g.function;
+  });
+  EXPECT_GT(memo.size(), 50u);
+  EXPECT_GE(memo.hits(), static_cast<size_t>(graphs));
+}
+
+TEST(MatchMemo, KeyIgnoresPlacesButNotComputation) {
+  auto loaded = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/model.py");
+  ASSERT_FALSE(loaded->graphs.empty());
+  const model::FunctionDataflow& original = loaded->graphs.front();
+  ASSERT_FALSE(original.ops.empty());
+  MatchOptions o;
+  model::FunctionDataflow moved = original;
+  for (model::DataflowOp& op : moved.ops) op.line += 100;
+  EXPECT_EQ(MatchMemo::key_of(moved, o), MatchMemo::key_of(original, o));
+  model::FunctionDataflow changed = original;
+  changed.ops.back().name += "_other";
+  EXPECT_NE(MatchMemo::key_of(changed, o), MatchMemo::key_of(original, o));
+}
+
+}  // namespace
+}  // namespace npufuse::match
