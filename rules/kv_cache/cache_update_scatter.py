@@ -61,6 +61,7 @@ RULE = {
         {"file": "fixtures/cache_update_scatter_nomatch_scattered_positions.py",
          "reason": "the written positions are gathered from a table, not consecutive from one start: not a contiguous write"},
     ],
+    "match": {"explain": [{"when": "expected slice(...), found getitem(", "near_miss": "fixtures/cache_update_scatter_nomatch_scattered_positions.py"}]},
     "doc_zh": """把新K/V连续写入静态缓存的操作替换为按kv_len的scatter_update_。
 
 功能

@@ -54,8 +54,9 @@ RULE = {
     "dtypes": ["float32", "bfloat16"],
     "near_misses": [
         {"file": "fixtures/paged_cache_write_kv_nomatch_different_slots.py",
-         "reason": "keys and values are written at different slot tensors: one fused call writes both at the same slots"},
+         "reason": "the key and value writes do not share one slot computation (here two slot tensors): one fused call writes both at the same slots"},
     ],
+    "match": {"explain": [{"when": "feeds two places in the pattern; the model computes it twice", "near_miss": "fixtures/paged_cache_write_kv_nomatch_different_slots.py"}]},
     "doc_zh": """用同一slot_mapping分页写入K和V，替换为一次npu_scatter_pa_kv_cache调用。
 
 功能

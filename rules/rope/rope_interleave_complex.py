@@ -61,7 +61,8 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "N": 4, "KVN": 1, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True},
+    "match": {"partial_returns": True,
+              "explain": [{"when": "found complex(", "near_miss": "fixtures/rope_interleave_complex_nomatch_complex_gate.py"}]},
     "near_misses": [
         {"file": "fixtures/rope_interleave_complex_nomatch_complex_gate.py",
          "reason": "the complex product is not a rotation by a unit table (a learned complex scale): not RoPE"},

@@ -2,6 +2,7 @@
 // RULE["match"]: what a rule tells the matcher beyond its search functions.
 // rules/README.md documents the keys; anything else is an error.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -56,6 +57,11 @@ struct RuleMatchOptions {
   // Cache.update): a model whose own classes define that method is not this
   // case, its code is analysed instead.
   bool opaque_calls = false;
+  // The share of the pattern's steps a failed walk must pair to be told as a
+  // near-miss, in place of the matcher's default (MatchOptions). A rule whose
+  // near-misses differ near the returned value (a sign flip in `x*cos -
+  // rot*sin` is met at the first ops walked) sets it lower, so they are told.
+  std::optional<double> near_miss_share;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")

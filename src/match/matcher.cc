@@ -196,6 +196,13 @@ bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
 
 std::string rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
 
+// Steps a failed walk of `p` must pair to be told; negative when `p` tells
+// none. A rule's own RULE["match"] near_miss_share replaces the default.
+double near_miss_threshold(const Pattern& p, const MatchOptions& options) {
+  if (p.near_miss_steps <= 0) return -1;
+  return p.options.near_miss_share.value_or(options.near_miss_min_share) * p.near_miss_steps;
+}
+
 // What users read for a failed attempt: the rule author's explanation when
 // RULE["match"]["explain"] recognises the finding, then the finding itself.
 std::string explained(const Pattern& p, const std::string& finding) {
@@ -308,7 +315,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       }
     }
     if (!a.ok) {
-      if (p.near_miss_steps > 0 && a.matched >= options.near_miss_min_share * p.near_miss_steps) {
+      if (near_miss_at >= 0 && a.matched >= near_miss_at) {
         NearMissTrace n;
         n.pattern = &p;
         n.anchor_op = cand;
@@ -395,7 +402,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     if (start < 0) continue;
     // Rule the pattern out when no walk from any start op could match or be
     // a near-miss: the result is the same, without the walks.
-    const double near_miss_at = p.near_miss_steps > 0 ? options.near_miss_min_share * p.near_miss_steps : -1;
+    const double near_miss_at = near_miss_threshold(p, options);
     if (!options.rule_out_early) {
       // every start op is walked
     } else if (p.vocabulary) {

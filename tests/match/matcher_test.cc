@@ -107,6 +107,31 @@ TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
   EXPECT_FALSE(r.near_misses[0].trace.empty());
 }
 
+// A walk failing at its second step is below the default share of the
+// pattern; a rule that sets its own lower share has it told.
+TEST(Matcher, RuleNearMissShareTellsAnEarlyMismatch) {
+  const char* model =
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    return g * (h * torch.sigmoid(h.pow(2).mean(-1, keepdim=True) + eps)).to(a.dtype)\n";
+  auto t = function_graph(model);
+  auto plain = text_rule("t.norm", kNorm);
+  EXPECT_TRUE(match_patterns(compile_rule(plain->rule), t->graph).near_misses.empty());
+  auto low = text_rule("t.norm", kNorm, {{"near_miss_share", 0.1}});
+  std::vector<Pattern> ps = compile_rule(low->rule);
+  MatchResult r = match_patterns(ps, t->graph);
+  EXPECT_TRUE(r.matches.empty());
+  EXPECT_TRUE(std::any_of(r.near_misses.begin(), r.near_misses.end(),
+                          [](const NearMissTrace& n) { return n.reason.find("found sigmoid") != std::string::npos; }));
+}
+
+TEST(Matcher, NearMissShareOutsideZeroToOneIsAnError) {
+  for (double share : {0.0, 1.5}) {
+    auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"near_miss_share", share}});
+    EXPECT_THROW(compile_rule(rule->rule), rules::RuleError) << share;
+  }
+}
+
 TEST(Matcher, ParameterUsedTwiceMustBeOneValue) {
   auto rule = text_rule("t.sq", "def search(x):\n    return x * torch.sigmoid(x)\n");
   std::vector<Pattern> ps = compile_rule(rule->rule);
