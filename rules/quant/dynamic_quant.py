@@ -45,6 +45,8 @@ RULE = {
         {"file": "fixtures/dynamic_quant_nomatch_per_tensor_static.py",
          "reason": "one fixed scale for the whole tensor (static quantisation): not per-token dynamic"},
     ],
+    "match": {"near_miss_share": 0.25,
+              "explain": [{"when": "expected div(...), found input", "near_miss": "fixtures/dynamic_quant_nomatch_per_tensor_static.py"}]},
     "doc_zh": """按token对称的int8激活量化替换为npu_dynamic_quant。
 
 功能
