@@ -67,8 +67,6 @@ RULE = {
         {"file": "fixtures/rope_half_nomatch_sign_flipped.py",
          "reason": "rotate_half negates the first half instead of the second: the rotation direction differs"},
     ],
-    "match": {"near_miss_share": 0.15,
-              "explain": [{"when": "expected neg(...), found getitem(", "near_miss": "fixtures/rope_half_nomatch_sign_flipped.py"}, {"when": "expected cat(...), found stack(", "near_miss": "fixtures/rope_half_nomatch_interleaved_pairs.py"}]},
     "doc_zh": """半分式RoPE（rotate_half）作用于q和k，替换为npu_apply_rotary_pos_emb。
 
 功能
