@@ -60,7 +60,6 @@ RULE = {
         {"file": "fixtures/static_cache_prerequisite_nomatch_head_concat.py",
          "reason": "the concatenation is along the head axis (merging q/k heads), not along the sequence: not a cache"},
     ],
-    "match": {"explain": [{"when": "expected -2, found 1", "near_miss": "fixtures/static_cache_prerequisite_nomatch_head_concat.py"}]},
     "doc_zh": """靠torch.cat增长的KV缓存需要先改为静态（或分页）缓存：这是一个具名的前置改造。
 
 功能
