@@ -56,7 +56,6 @@ RULE = {
         {"file": "fixtures/paged_cache_write_nomatch_block_major_heads.py",
          "reason": "the cache is (num_blocks, KVN, block_size, D) (heads before slots): a flat view is not slot-ordered"},
     ],
-    "match": {"explain": [{"when": "has an argument #2 the pattern does not", "near_miss": "fixtures/paged_cache_write_nomatch_block_major_heads.py"}]},
     "doc_zh": """按slot_mapping写入分页缓存的操作替换为npu_scatter_nd_update_。
 
 功能
