@@ -22,9 +22,8 @@ int count_steps(const model::FunctionDataflow& g, const std::vector<int>& anchor
   while (!todo.empty()) {
     int v = through_casts(g, todo.back());
     todo.pop_back();
-    if (constant_of(g, v) || is_size_expression(g, v)) continue;  // literals and shape metadata are no steps
+    if (!is_pattern_step(g, v)) continue;
     const model::DataflowOp& op = g.producer_of(v);
-    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant) continue;
     if (!seen.insert(op.id).second) continue;
     for (int in : op.inputs) todo.push_back(in);
   }

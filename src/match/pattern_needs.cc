@@ -34,11 +34,13 @@ std::vector<std::string> pairing_names_of(const std::string& name) {
   return out;
 }
 
-bool is_step(const model::FunctionDataflow& g, int v) {
-  return !constant_of(g, v) && !is_size_expression(g, v) && g.producer_of(v).cls != OpClass::Input;
-}
-
 }  // namespace
+
+bool is_pattern_step(const model::FunctionDataflow& g, int v) {
+  if (constant_of(g, v) || is_size_expression(g, v)) return false;  // literals and shape metadata are no steps
+  const OpClass cls = g.producer_of(v).cls;
+  return cls != OpClass::Input && cls != OpClass::Constant;
+}
 
 PatternNeeds needs_of(const Pattern& pattern) {
   const model::FunctionDataflow& g = pattern.graph;
@@ -64,7 +66,7 @@ PatternNeeds needs_of(const Pattern& pattern) {
     needs.required.push_back(static_cast<size_t>(slot[static_cast<size_t>(id)]));
     for (int in : op.inputs) {
       int v = through_casts(g, in);
-      if (is_step(g, v)) todo.push_back(g.producer_of(v).id);
+      if (is_pattern_step(g, v)) todo.push_back(g.producer_of(v).id);
     }
   }
   return needs;

@@ -41,6 +41,11 @@ struct NameVocabulary {
 
 PatternNeeds needs_of(const Pattern& pattern);
 
+// Whether pattern value `v` (already past its casts) is computed by an op a
+// walk must pair: not a literal, not shape metadata, not a parameter. Both
+// the step count of a pattern and its required ops are counted this way.
+bool is_pattern_step(const model::FunctionDataflow& g, int v);
+
 // Numbers the pairing names of `patterns` in one vocabulary, which each
 // pattern then points to.
 void share_name_vocabulary(std::vector<Pattern>& patterns);
