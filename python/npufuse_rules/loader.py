@@ -46,6 +46,7 @@ class RuleModule:
     docstring: str
     searches: dict = field(default_factory=dict)
     naives: dict = field(default_factory=dict)
+    lookalikes: dict = field(default_factory=dict)
 
     @property
     def id(self):
@@ -80,4 +81,5 @@ def load_rule(path):
         path=path, module=module, rule=module.RULE, literal=literal,
         docstring=ast.get_docstring(ast.parse(source)) or "",
         searches={k: v for k, v in sorted(functions.items()) if k.startswith("search")},
-        naives={k: v for k, v in sorted(functions.items()) if k.startswith("naive")})
+        naives={k: v for k, v in sorted(functions.items()) if k.startswith("naive")},
+        lookalikes={k: v for k, v in sorted(functions.items()) if k.startswith("lookalike")})

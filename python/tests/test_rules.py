@@ -121,7 +121,7 @@ class RuleChecks:
     def test_functions_share_parameters(self):
         self.assertTrue(self.loaded.searches, "a rule has at least one search function")
         params = list(self.rule["inputs"])
-        funcs = dict(self.loaded.searches, **self.loaded.naives)
+        funcs = dict(self.loaded.searches, **self.loaded.naives, **self.loaded.lookalikes)
         if self.loaded.replace is not None:
             funcs["replace"] = self.loaded.replace
         for name, fn in funcs.items():
@@ -135,7 +135,7 @@ class RuleChecks:
         # no torch_npu, no module state).
         tree = ast.parse(open(self.path, encoding="utf-8").read())
         for node in tree.body:
-            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("search")):
+            if not (isinstance(node, ast.FunctionDef) and node.name.startswith(("search", "lookalike"))):
                 continue
             bound = {a.arg for a in node.args.args}
             for sub in ast.walk(node):
@@ -213,6 +213,23 @@ class RuleChecks:
                 comparisons = compare_outputs(reference, result, self.rule.get("tolerance"))
                 self.assertFalse(all(c.ok for c in comparisons),
                                  f"{self.rule['id']}.{name} should differ: {_describe(comparisons)}")
+
+
+    def test_lookalikes_compute_something_else(self):
+        # A look-alike is told as a near-miss because it is not the chain: the numbers
+        # must show it (on inputs where the difference shows, e.g. a clamp's limit reached).
+        if not self.loaded.lookalikes:
+            self.skipTest("no look-alike form")
+        search = next(iter(self.loaded.searches.values()))
+        inputs = build_inputs(self.rule, torch.float32, seed=4321)
+        reference = search(**clone_inputs(inputs))
+        for name, lookalike in self.loaded.lookalikes.items():
+            with self.subTest(lookalike=name):
+                comparisons = compare_outputs(reference, lookalike(**clone_inputs(inputs)), self.rule.get("tolerance"))
+                self.assertFalse(all(c.ok for c in comparisons),
+                                 f"{self.rule['id']}.{name} should differ from the chain: {_describe(comparisons)}")
+        listed = self.rule.get("match", {}).get("lookalikes", {})
+        self.assertEqual(set(listed), set(self.loaded.lookalikes), "RULE['match']['lookalikes'] lists every look-alike")
 
 
 def _make_cases():

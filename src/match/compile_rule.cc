@@ -36,7 +36,9 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
   std::vector<Pattern> out;
   if (!rule.sources || !rule.file) return out;
   RuleMatchOptions options = parse_match_options(rule);
-  for (const frontend::ast::FunctionDef* fn : rule.searches) {
+  std::vector<const frontend::ast::FunctionDef*> functions = rule.searches;
+  functions.insert(functions.end(), rule.lookalikes.begin(), rule.lookalikes.end());
+  for (const frontend::ast::FunctionDef* fn : functions) {
     Pattern p;
     p.rule = &rule;
     p.alternative = std::string(fn->name);
@@ -51,17 +53,35 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       p.readers.push_back(p.graph.consumers(static_cast<int>(v)));
     }
     p.options = options;
+    if (auto reason = options.lookalikes.find(p.alternative); reason != options.lookalikes.end()) {
+      p.lookalike_reason = reason->second;
+      // The rule's limits on its own chain say nothing about a look-alike's.
+      p.options.anchor_uses.clear();
+      p.options.not_from.clear();
+      p.options.only_from.clear();
+      p.options.explain.clear();
+      p.options.already_fused.clear();
+      p.options.contains.clear();
+      // Each returned value is a look-alike by itself (q's RoPE alone), and a
+      // view of a parameter (`cos.unsqueeze(1)`, spelt so the numbers run) is
+      // layout the model may have done elsewhere.
+      p.options.partial_returns = true;
+      for (const model::DataflowOp& op : p.graph.ops)
+        if (op.cls == model::OpClass::View && !op.inputs.empty() &&
+            p.graph.producer_of(through_casts(p.graph, op.inputs[0])).cls == model::OpClass::Input)
+          p.options.optional.insert(op.name);
+    }
     p.steps = count_steps(p.graph, p.anchors);
     p.near_miss_steps = options.partial_returns && !p.anchors.empty() ? count_steps(p.graph, {p.anchors.front()}) : p.steps;
-    for (const AnchorUse& use : options.anchor_uses)
+    for (const AnchorUse& use : p.options.anchor_uses)
       if (use.anchor >= p.anchors.size())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: anchor_uses names returned value {} but {} returns {}",
                                            rule.path, use.anchor, p.alternative, p.anchors.size()));
-    for (const auto& [param, _] : options.not_from)
+    for (const auto& [param, _] : p.options.not_from)
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: not_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
-    for (const auto& [param, _] : options.only_from)
+    for (const auto& [param, _] : p.options.only_from)
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));

@@ -43,11 +43,38 @@ std::vector<NearMissExplanation> read_explanations(const rules::Rule& rule, cons
   return out;
 }
 
+// {"lookalike_<case>": "fixtures/<file>"}: a look-alike function and the
+// near-miss fixture whose reason users read where it matches.
+std::map<std::string, std::string> read_lookalikes(const rules::Rule& rule, const nlohmann::json& j) {
+  const char* shape = "\"lookalikes\" must be a dict {\"lookalike_<case>\": fixture}";
+  if (!j.is_object()) fail(rule, shape);
+  std::map<std::string, std::string> out;
+  for (const auto& [function, fixture] : j.items()) {
+    if (!fixture.is_string()) fail(rule, shape);
+    auto it = std::find_if(rule.near_misses.begin(), rule.near_misses.end(),
+                           [&](const rules::NearMiss& n) { return n.file == fixture.get<std::string>(); });
+    if (it == rule.near_misses.end())
+      fail(rule, fmt::format("\"lookalikes\" names \"{}\", which RULE[\"near_misses\"] does not list", fixture.get<std::string>()));
+    bool defined = std::any_of(rule.lookalikes.begin(), rule.lookalikes.end(),
+                               [&](const frontend::ast::FunctionDef* fn) { return fn->name == function; });
+    if (!defined) fail(rule, fmt::format("\"lookalikes\" names \"{}\", which is no lookalike* function of the file", function));
+    out[function] = it->reason;
+  }
+  for (const frontend::ast::FunctionDef* fn : rule.lookalikes)
+    if (!out.count(std::string(fn->name)))
+      fail(rule, fmt::format("{} is not in \"lookalikes\": a look-alike needs the near-miss fixture whose reason it tells",
+                             std::string(fn->name)));
+  return out;
+}
+
 }  // namespace
 
 RuleMatchOptions parse_match_options(const rules::Rule& rule) {
   RuleMatchOptions o;
   const nlohmann::json& m = rule.match;
+  if ((m.is_null() || (m.is_object() && !m.contains("lookalikes"))) && !rule.lookalikes.empty())
+    fail(rule, fmt::format("{} is not in \"lookalikes\": a look-alike needs the near-miss fixture whose reason it tells",
+                           std::string(rule.lookalikes.front()->name)));
   if (m.is_null()) return o;
   if (!m.is_object()) fail(rule, "must be a dict");
   for (const auto& [key, value] : m.items()) {
@@ -95,9 +122,11 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       o.near_miss_share = value.get<double>();
     } else if (key == "contains") {
       o.contains = string_set(rule, value, "\"contains\"");
+    } else if (key == "lookalikes") {
+      o.lookalikes = read_lookalikes(rule, value);
     } else {
       fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
-                             "partial_returns, independent_returns, contains, opaque_calls, near_miss_share)",
+                             "partial_returns, independent_returns, contains, opaque_calls, near_miss_share, lookalikes)",
                              key));
     }
   }

@@ -62,6 +62,11 @@ struct RuleMatchOptions {
   // near-misses differ near the returned value (a sign flip in `x*cos -
   // rot*sin` is met at the first ops walked) sets it lower, so they are told.
   std::optional<double> near_miss_share;
+  // A `lookalike*` function of the rule file -> the reason RULE["near_misses"]
+  // gives the fixture it names. Each look-alike is compiled like a search
+  // function; where it matches and the rule does not, the rule's near-miss
+  // is told with this reason.
+  std::map<std::string, std::string> lookalikes;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")

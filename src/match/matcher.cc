@@ -199,7 +199,7 @@ std::string rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternati
 // Steps a failed walk of `p` must pair to be told; negative when `p` tells
 // none. A rule's own RULE["match"] near_miss_share replaces the default.
 double near_miss_threshold(const Pattern& p, const MatchOptions& options) {
-  if (p.near_miss_steps <= 0) return -1;
+  if (p.near_miss_steps <= 0 || !p.lookalike_reason.empty()) return -1;
   return p.options.near_miss_share.value_or(options.near_miss_min_share) * p.near_miss_steps;
 }
 
@@ -299,6 +299,9 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   TargetIndex index(target);
   std::vector<Match> found;
   std::vector<NearMissTrace> misses;
+  // Ops each look-alike match covers, by rule: a failed walk of the rule
+  // starting there is told by the look-alike instead.
+  std::vector<std::pair<std::string, std::vector<int>>> lookalike_ops;
   // One walk from model op `cand`, with what follows from it: a match, a
   // near-miss told, or nothing. True when it gave a match or a near-miss
   // (or matched and was then dropped): the walks a memo replays.
@@ -337,6 +340,21 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     }
     // From here on the walk matched: worth walking again in a graph like this one.
     if (calls_own_method(p, target, a.op_map)) return true;
+    if (!p.lookalike_reason.empty()) {
+      // A look-alike of the rule's chain: told as the rule's near-miss.
+      NearMissTrace n;
+      n.pattern = &p;
+      n.anchor_op = cand;
+      n.matched_steps = n.pattern_steps = std::max(p.steps, 1);
+      n.spans = spans_of(target, ops);
+      n.finding = n.spans.empty() ? fmt::format("matches its look-alike {}", p.alternative)
+                                  : fmt::format("matches its look-alike {}, lines {}-{}", p.alternative, n.spans.front().line,
+                                                n.spans.back().end_line);
+      n.reason = p.lookalike_reason + " (" + n.finding + ")";
+      misses.push_back(std::move(n));
+      lookalike_ops.emplace_back(rule_id(p), ops);
+      return true;
+    }
     Match m;
     m.pattern = &p;
     m.target = &target;
@@ -445,7 +463,11 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     bool seen = std::any_of(result.near_misses.begin(), result.near_misses.end(), [&](const NearMissTrace& k) {
       return rule_id(*k.pattern) == id && k.anchor_op == n.anchor_op;
     });
-    if (!matched_here && !seen) result.near_misses.push_back(std::move(n));
+    bool told_by_lookalike = n.pattern->lookalike_reason.empty() &&
+                             std::any_of(lookalike_ops.begin(), lookalike_ops.end(), [&](const auto& l) {
+                               return l.first == id && std::binary_search(l.second.begin(), l.second.end(), n.anchor_op);
+                             });
+    if (!matched_here && !seen && !told_by_lookalike) result.near_misses.push_back(std::move(n));
   }
   return result;
 }

@@ -20,6 +20,9 @@ namespace npufuse::match {
 struct Pattern {
   const rules::Rule* rule = nullptr;
   std::string alternative;              // the search function's name ("search_div_sqrt")
+  // Non-empty for a `lookalike*` function: a form that must not match the
+  // rule. Its match is told as the rule's near-miss with this reason.
+  std::string lookalike_reason;
   model::FunctionDataflow graph;        // the search function's dataflow
   std::vector<std::string> parameters;  // in order; the names `replace` takes too
   std::vector<int> anchors;             // value ids returned (several for a tuple return)
@@ -43,7 +46,8 @@ struct Pattern {
   std::shared_ptr<const NameVocabulary> vocabulary;
 };
 
-// One pattern per `search*` function of the rule, in file order. Throws
+// One pattern per `search*` function of the rule, in file order, then one
+// per `lookalike*` function (lookalike_reason set). Throws
 // rules::RuleError when RULE["match"] is malformed or names a parameter or a
 // returned value the search functions do not have.
 std::vector<Pattern> compile_rule(const rules::Rule& rule);

@@ -333,8 +333,11 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
     const std::string& rule = n.trace.pattern->rule->id;
     Location where = location_of(n.trace.spans.front());
-    std::string text = fmt::format("{} did not match at {}:{} ({} of {} steps): {}", rule, where.file, where.start_line,
-                                   n.trace.matched_steps, n.trace.pattern_steps, n.trace.reason);
+    std::string extent = n.trace.pattern->lookalike_reason.empty()
+                             ? fmt::format("{} of {} steps", n.trace.matched_steps, n.trace.pattern_steps)
+                             : "a look-alike form";
+    std::string text = fmt::format("{} did not match at {}:{} ({}): {}", rule, where.file, where.start_line, extent,
+                                   n.trace.reason);
     // One reason per rule and place: the same chain inlined for several
     // instances fails the same way with other binding names.
     if (!told.insert(fmt::format("{}@{}:{}", rule, where.file, where.start_line)).second) continue;

@@ -78,6 +78,10 @@ struct Rule {
   std::vector<const frontend::ast::FunctionDef*> searches;  // search, search_*, in file order
   const frontend::ast::FunctionDef* replace = nullptr;
   std::vector<const frontend::ast::FunctionDef*> naives;    // naive*, never matched
+  // lookalike*: forms that resemble the chain but compute something else (a
+  // sign-flipped rotate_half); a model spelling one is told the near-miss
+  // reason RULE["match"]["lookalikes"] links it to, never matched.
+  std::vector<const frontend::ast::FunctionDef*> lookalikes;
 };
 
 }  // namespace npufuse::rules

@@ -38,7 +38,8 @@ void read_rule_functions(const model::ModelFile& file, Rule& rule, LoadErrors& e
   for (const ast::stmt* s : file.parsed->module->body) {
     const auto* fn = ast::as<ast::FunctionDef>(s);
     if (!fn) continue;
-    bool used = fn->name == "replace" || starts_with(fn->name, "search") || starts_with(fn->name, "naive");
+    bool used = fn->name == "replace" || starts_with(fn->name, "search") || starts_with(fn->name, "naive") ||
+                starts_with(fn->name, "lookalike");
     if (!used) continue;
     if (!seen.insert(std::string(fn->name)).second) {
       // Python keeps the last definition; the pattern compiler would see both.
@@ -47,6 +48,7 @@ void read_rule_functions(const model::ModelFile& file, Rule& rule, LoadErrors& e
     }
     if (fn->name == "replace") rule.replace = fn;
     else if (starts_with(fn->name, "search")) rule.searches.push_back(fn);
+    else if (starts_with(fn->name, "lookalike")) rule.lookalikes.push_back(fn);
     else rule.naives.push_back(fn);
   }
   if (rule.searches.empty()) errors.at_line(file.path, 1, 1, "no `search` function: a rule needs at least one pattern");
@@ -55,7 +57,9 @@ void read_rule_functions(const model::ModelFile& file, Rule& rule, LoadErrors& e
     return;
   }
   std::vector<std::string> wanted = parameter_list(*rule.replace);
-  for (const ast::FunctionDef* search : rule.searches)
+  std::vector<const ast::FunctionDef*> patterns = rule.searches;
+  patterns.insert(patterns.end(), rule.lookalikes.begin(), rule.lookalikes.end());
+  for (const ast::FunctionDef* search : patterns)
     if (parameter_list(*search) != wanted)
       errors.at(file, search, std::string(search->name) + "(" + parameter_text(*search) +
                                   ") and replace(" + parameter_text(*rule.replace) +

@@ -51,6 +51,8 @@ ordered_json show_json(const Rule& rule, const std::string& source) {
   for (const auto* fn : rule.searches) searches.push_back(function_json(rule, fn, false));
   ordered_json naives = ordered_json::array();
   for (const auto* fn : rule.naives) naives.push_back(function_json(rule, fn, false));
+  ordered_json lookalikes = ordered_json::array();
+  for (const auto* fn : rule.lookalikes) lookalikes.push_back(function_json(rule, fn, false));
 
   ordered_json numeric = ordered_json::object();
   for (const char* key : {"inputs", "sizes", "dtypes", "tolerance", "min_torch"})
@@ -79,7 +81,8 @@ ordered_json show_json(const Rule& rule, const std::string& source) {
       {"functions",
        {{"search", searches},
         {"replace", rule.replace ? function_json(rule, rule.replace, true) : ordered_json(nullptr)},
-        {"naive", naives}}},
+        {"naive", naives},
+        {"lookalike", lookalikes}}},
   };
 }
 

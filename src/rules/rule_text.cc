@@ -20,16 +20,16 @@ std::string joined(const std::vector<std::string>& items, const char* sep = ", "
 
 struct Labels {
   const char *file, *module, *safety, *stages, *apis, *checks, *facts, *when, *hints, *prerequisites, *mechanical,
-      *rejects, *needs, *near_misses, *searches, *naives, *replace, *none, *class_names, *hub_kernels;
+      *rejects, *needs, *near_misses, *searches, *naives, *lookalikes, *replace, *none, *class_names, *hub_kernels;
 };
 
 const Labels& labels(RuleLang lang) {
   static const Labels en{"file", "module", "safety", "stages", "apis", "checks", "facts", "when", "hints",
                          "prerequisites", "mechanical", "rejects", "needs", "near misses", "search alternatives",
-                         "rejected mappings (naive)", "replace", "none", "class names", "hub kernels"};
+                         "rejected mappings (naive)", "look-alikes told as near misses", "replace", "none", "class names", "hub kernels"};
   static const Labels zh{"文件", "模块", "安全性", "阶段", "算子", "检查", "事实", "条件", "提示", "前置改造",
                          "可自动完成", "拒绝的映射", "需要", "近似但不匹配", "search写法", "拒绝的映射（naive）",
-                         "replace", "无", "类名", "hub内核"};
+                         "作为近似不匹配提示的相似写法", "replace", "无", "类名", "hub内核"};
   return lang == RuleLang::Zh ? zh : en;
 }
 
@@ -73,11 +73,13 @@ std::string render_show_text(const Rule& r, RuleLang lang) {
   if (!r.hint_hub_kernels.empty()) hints.push_back(std::string(l.hub_kernels) + " " + joined(r.hint_hub_kernels));
   field(l.hints, joined(hints, "; "));
 
-  std::vector<std::string> searches, naives;
+  std::vector<std::string> searches, naives, lookalikes;
   for (const auto* fn : r.searches) searches.push_back(fmt::format("{} (:{})", fn->name, fn->lineno));
   for (const auto* fn : r.naives) naives.push_back(fmt::format("{} (:{})", fn->name, fn->lineno));
+  for (const auto* fn : r.lookalikes) lookalikes.push_back(fmt::format("{} (:{})", fn->name, fn->lineno));
   field(l.searches, joined(searches));
   if (!naives.empty()) field(l.naives, joined(naives));
+  if (!lookalikes.empty()) field(l.lookalikes, joined(lookalikes));
 
   if (!r.prerequisites.empty()) {
     out += fmt::format("\n{}:\n", l.prerequisites);

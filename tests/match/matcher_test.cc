@@ -24,6 +24,8 @@ std::unique_ptr<TextRule> text_rule(const std::string& id, const std::string& te
   for (const frontend::ast::stmt* s : r->rule.file->parsed->module->body)
     if (auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s); fn && std::string(fn->name).rfind("search", 0) == 0)
       r->rule.searches.push_back(fn);
+    else if (fn && std::string(fn->name).rfind("lookalike", 0) == 0)
+      r->rule.lookalikes.push_back(fn);
   return r;
 }
 
@@ -130,6 +132,44 @@ TEST(Matcher, NearMissShareOutsideZeroToOneIsAnError) {
     auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"near_miss_share", share}});
     EXPECT_THROW(compile_rule(rule->rule), rules::RuleError) << share;
   }
+}
+
+// A look-alike is a form that must not match: where the model spells it,
+// the rule's near-miss is told with the reason of the fixture it names.
+const char* kGate =
+    "def search(x):\n    return x * torch.sigmoid(x)\n"
+    "def lookalike_tanh(x):\n    return x * torch.tanh(x)\n";
+
+std::unique_ptr<TextRule> gate_rule(nlohmann::json match) {
+  auto r = text_rule("t.gate", kGate, std::move(match));
+  r->rule.near_misses.push_back({"fixtures/gate_nomatch_tanh.py", "a tanh gate is not SiLU"});
+  return r;
+}
+
+TEST(Matcher, LookalikeIsToldAsTheRulesNearMiss) {
+  auto rule = gate_rule({{"lookalikes", {{"lookalike_tanh", "fixtures/gate_nomatch_tanh.py"}}}});
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_TRUE(ps[0].lookalike_reason.empty());
+  EXPECT_EQ(ps[1].lookalike_reason, "a tanh gate is not SiLU");
+  MatchResult tanh = match_patterns(ps, function_graph("def f(a):\n    h = a + 1\n    return h * torch.tanh(h)\n")->graph);
+  EXPECT_TRUE(tanh.matches.empty());
+  ASSERT_EQ(tanh.near_misses.size(), 1u);
+  EXPECT_EQ(tanh.near_misses[0].pattern->rule->id, "t.gate");
+  EXPECT_EQ(tanh.near_misses[0].reason.rfind("a tanh gate is not SiLU (matches its look-alike lookalike_tanh, lines 4-4)", 0), 0u)
+      << tanh.near_misses[0].reason;
+  // The chain itself matches and tells nothing about its look-alike.
+  MatchResult silu = match_patterns(ps, function_graph("def f(a):\n    return a * torch.sigmoid(a)\n")->graph);
+  EXPECT_EQ(silu.matches.size(), 1u);
+  EXPECT_TRUE(silu.near_misses.empty());
+}
+
+TEST(Matcher, LookalikeMustNameAListedNearMiss) {
+  EXPECT_THROW(compile_rule(gate_rule(nlohmann::json::object())->rule), rules::RuleError);  // not listed
+  EXPECT_THROW(compile_rule(gate_rule({{"lookalikes", {{"lookalike_tanh", "fixtures/other.py"}}}})->rule), rules::RuleError);
+  EXPECT_THROW(compile_rule(gate_rule({{"lookalikes", {{"lookalike_tanh", "fixtures/gate_nomatch_tanh.py"},
+                                                        {"lookalike_relu", "fixtures/gate_nomatch_tanh.py"}}}})->rule),
+               rules::RuleError);  // no such function
 }
 
 TEST(Matcher, ParameterUsedTwiceMustBeOneValue) {

@@ -112,6 +112,7 @@ TEST_F(EmbeddedRules, FunctionsPointIntoTheRuleFile) {
     EXPECT_EQ(r.file->text_of(r.replace).substr(0, 12), "def replace(") << r.id;
     for (const auto* s : r.searches) EXPECT_EQ(s->name.substr(0, 6), "search") << r.id;
     for (const auto* n : r.naives) EXPECT_EQ(n->name.substr(0, 5), "naive") << r.id;
+    for (const auto* l : r.lookalikes) EXPECT_EQ(l->name.substr(0, 9), "lookalike") << r.id;
   }
 }
 
