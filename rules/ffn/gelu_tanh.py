@@ -46,6 +46,7 @@ RULE = {
     "inputs": {"x": {"shape": ["T", "I"], "dtype": "act", "scale": 3.0}},
     "sizes": {"T": 6, "I": 128},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_quick_gelu": "fixtures/gelu_tanh_nomatch_quick_gelu.py"}},
     "near_misses": [
         {"file": "fixtures/gelu_tanh_nomatch_quick_gelu.py",
          "reason": "x * sigmoid(1.702 * x) is quick GELU, not the tanh approximation (see ffn.quick_gelu)"},
@@ -77,6 +78,11 @@ def search(x):
 def search_cube_product(x):
     inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
     return 0.5 * x * (1.0 + torch.tanh(inner))
+
+
+def lookalike_quick_gelu(x):
+    # the sigmoid approximation of GELU
+    return x * torch.sigmoid(1.702 * x)
 
 
 def replace(x):

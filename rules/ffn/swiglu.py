@@ -57,6 +57,8 @@ RULE = {
     "sizes": {"B": 2, "S": 3, "H": 64, "I": 128},
     "dtypes": ["float32", "bfloat16"],
     "tolerance": {"bfloat16": {"atol": 0.02}},
+    "match": {"lookalikes": {"lookalike_gelu_gate": "fixtures/swiglu_nomatch_gelu_gate.py",
+                             "lookalike_clamped": "fixtures/swiglu_nomatch_clamped.py"}},
     "near_misses": [
         {"file": "fixtures/swiglu_nomatch_gelu_gate.py",
          "reason": "the gate activation is GELU, not SiLU: a GeGLU (see ffn.geglu)"},
@@ -97,6 +99,18 @@ def search_matmul(x, gate_weight, up_weight, down_weight):
     up = x @ up_weight.t()
     hidden = gate * torch.sigmoid(gate) * up
     return hidden @ down_weight.t()
+
+
+def lookalike_gelu_gate(x, gate_weight, up_weight, down_weight):
+    # GeGLU: GELU where SwiGLU has SiLU
+    return F.linear(F.gelu(F.linear(x, gate_weight)) * F.linear(x, up_weight), down_weight)
+
+
+def lookalike_clamped(x, gate_weight, up_weight, down_weight, limit=0.5, alpha=1.702):
+    # GPT-OSS: both branches clamped, a scaled sigmoid, and up offset by one
+    gate = F.linear(x, gate_weight).clamp(max=limit)
+    up = F.linear(x, up_weight).clamp(-limit, limit)
+    return F.linear(gate * torch.sigmoid(alpha * gate) * (up + 1), down_weight)
 
 
 def replace(x, gate_weight, up_weight, down_weight):

@@ -59,6 +59,8 @@ RULE = {
     },
     "sizes": {"T": 6, "I": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_plain_silu": "fixtures/swiglu_clamped_reject_nomatch_plain_silu.py",
+                             "lookalike_plain_silu_fn": "fixtures/swiglu_clamped_reject_nomatch_plain_silu.py"}},
     "near_misses": [
         {"file": "fixtures/swiglu_clamped_reject_nomatch_plain_silu.py",
          "reason": "no clamp and no offset: plain SwiGLU (see ffn.swiglu_merged)"},
@@ -102,6 +104,17 @@ def search_torch_clamp(gate_up, alpha, limit):
     gate = torch.clamp(gate_up[..., 0::2], max=limit)
     up = torch.clamp(gate_up[..., 1::2], -limit, limit)
     return gate * torch.sigmoid(alpha * gate) * (up + 1.0)
+
+
+def lookalike_plain_silu(gate_up, alpha, limit):
+    # SwiGLU on the merged projection: no clamp, no alpha, no offset
+    gate, up = gate_up.chunk(2, dim=-1)
+    return gate * torch.sigmoid(gate) * up
+
+
+def lookalike_plain_silu_fn(gate_up, alpha, limit):
+    gate, up = gate_up.chunk(2, dim=-1)
+    return torch.nn.functional.silu(gate) * up
 
 
 def replace(gate_up, alpha, limit):

@@ -94,6 +94,9 @@ RULE = {
          "reason": "every expert runs on every token and the outputs are mixed by a dense weight matrix: no routing to replace"},
     ],
     "match": {
+        "lookalikes": {"lookalike_dense_all_experts": {
+            "near_miss": "fixtures/experts_grouped_matmul_nomatch_dense_all_experts.py",
+            "inputs": {"dense_weights": {"shape": ["T", "E"], "dtype": "act", "init": "uniform", "low": 0.0, "high": 1.0}}}},
         "explain": [
             {"when": "expected silu(...), found mul(", "near_miss": "fixtures/experts_grouped_matmul_nomatch_clamped_swiglu.py"},
         ],
@@ -174,6 +177,15 @@ def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, u
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
         combined.index_add_(0, token_idx, out)
     return combined
+
+
+def lookalike_dense_all_experts(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                                num_experts, dense_weights=None):
+    # every expert on every token, mixed by a dense [T, E] weight matrix
+    gate = torch.einsum("th,eih->tei", tokens, gate_weights)
+    up = torch.einsum("th,eih->tei", tokens, up_weights)
+    out = torch.einsum("tei,ehi->teh", F.silu(gate) * up, down_weights)
+    return (out * dense_weights.unsqueeze(-1)).sum(dim=1)
 
 
 def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):

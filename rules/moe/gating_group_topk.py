@@ -71,6 +71,8 @@ RULE = {
     },
     "sizes": {"T": 12, "E": 256, "G": 8},
     "dtypes": ["float32"],
+    "match": {"lookalikes": {"lookalike_bias_in_weights": "fixtures/gating_group_topk_nomatch_bias_in_weights.py",
+                             "lookalike_softmax_group_max": "fixtures/gating_group_topk_nomatch_softmax_max.py"}},
     "near_misses": [
         {"file": "fixtures/gating_group_topk_nomatch_softmax_max.py",
          "reason": "the router scores with softmax and ranks groups by their maximum without a bias (DeepSeek-V2 group_limited_greedy): a sigmoid gate would change the weights"},
@@ -182,6 +184,37 @@ def search_expand_as(router_logits, correction_bias, num_tokens, num_experts, n_
     _, chosen = torch.topk(biased, k=top_k, dim=-1, sorted=False)
     mix = probs.gather(1, chosen)
     mix = mix / (mix.sum(dim=-1, keepdim=True) + 1e-20)
+    return mix * routed_scaling_factor, chosen
+
+
+def lookalike_bias_in_weights(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k,
+                              routed_scaling_factor):
+    # the routing weights gathered from the biased scores
+    probs = router_logits.sigmoid()
+    biased = probs + correction_bias
+    grouped = biased.view(num_tokens, n_group, -1)
+    per_group = grouped.topk(2, dim=-1).values.sum(dim=-1)
+    best_groups = per_group.topk(topk_group, dim=-1).indices
+    keep = torch.zeros_like(per_group, dtype=torch.bool).scatter_(1, best_groups, True)
+    grouped = grouped.masked_fill(~keep.unsqueeze(-1), float("-inf"))
+    chosen = torch.topk(grouped.flatten(1), top_k, dim=-1, sorted=False).indices
+    mix = biased.gather(1, chosen)
+    mix = mix / (mix.sum(dim=-1, keepdim=True) + 1e-20)
+    mix = mix * routed_scaling_factor
+    return mix, chosen
+
+
+def lookalike_softmax_group_max(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k,
+                                routed_scaling_factor):
+    # group-limited greedy: softmax scores, groups ranked by their best expert, no bias
+    scores = router_logits.softmax(dim=-1, dtype=torch.float32)
+    group_best = scores.view(num_tokens, n_group, -1).max(dim=-1).values
+    best_groups = torch.topk(group_best, k=topk_group, dim=-1, sorted=False)[1]
+    kept = torch.zeros_like(group_best)
+    kept.scatter_(1, best_groups, 1)
+    expert_kept = kept.unsqueeze(-1).expand(num_tokens, n_group, scores.shape[-1] // n_group).reshape(num_tokens, -1)
+    masked = scores.masked_fill(~expert_kept.bool(), 0.0)
+    mix, chosen = torch.topk(masked, k=top_k, dim=-1, sorted=False)
     return mix * routed_scaling_factor, chosen
 
 

@@ -63,6 +63,9 @@ RULE = {
          "reason": "top-k is taken on the raw logits and the softmax runs over the k kept values only (GPT-OSS order): not a softmax over all experts"},
     ],
     "match": {
+        "lookalikes": {"lookalike_biased_choice": {
+            "near_miss": "fixtures/gating_softmax_topk_nomatch_bias.py",
+            "inputs": {"correction_bias": {"shape": ["E"], "dtype": "float32", "init": "uniform", "low": 0.0, "high": 0.5}}}},
         "explain": [
             {"when": "expected softmax(...), found sigmoid(", "near_miss": "fixtures/gating_softmax_topk_nomatch_sigmoid.py"},
             {"when": "expected softmax(...), found input", "near_miss": "fixtures/gating_softmax_topk_nomatch_topk_first.py"},
@@ -114,6 +117,13 @@ def search_method(router_logits, top_k):
     probs = router_logits.float().softmax(dim=-1)
     weights, experts = probs.topk(top_k, dim=-1)
     return weights, experts
+
+
+def lookalike_biased_choice(router_logits, top_k, correction_bias=None):
+    # the experts are chosen on softmax + bias, the weights read from the plain softmax
+    probs = router_logits.float().softmax(dim=-1)
+    experts = torch.topk(probs + correction_bias, top_k, dim=-1)[1]
+    return probs.gather(1, experts), experts
 
 
 def replace(router_logits, top_k):

@@ -52,7 +52,8 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "S": 5, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_rotary_mul", "rope.rope_half_split"]},
+    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_rotary_mul", "rope.rope_half_split"],
+              "lookalikes": {"lookalike_no_reorder": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py"}},
     "near_misses": [
         {"file": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py",
          "reason": "no even/odd reorder before rotate_half: plain half-mode RoPE, see rope.rope_half"},
@@ -102,6 +103,15 @@ def search_even_odd_cat(q, k, cos, sin):
     qa, qb = q.chunk(2, dim=-1)
     ka, kb = k.chunk(2, dim=-1)
     return q * cos + torch.cat((-qb, qa), dim=-1) * sin, k * cos + torch.cat((-kb, ka), dim=-1) * sin
+
+
+def lookalike_no_reorder(q, k, cos, sin):
+    # rotate_half straight on the head: half-mode RoPE
+    q_mid = q.shape[-1] // 2
+    k_mid = k.shape[-1] // 2
+    q_turned = torch.cat((-q[..., q_mid:], q[..., :q_mid]), dim=-1)
+    k_turned = torch.cat((-k[..., k_mid:], k[..., :k_mid]), dim=-1)
+    return q * cos + q_turned * sin, k * cos + k_turned * sin
 
 
 def replace(q, k, cos, sin):

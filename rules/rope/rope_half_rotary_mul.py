@@ -61,7 +61,9 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 5, "D": 96},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True},
+    "match": {"partial_returns": True,
+              "lookalikes": {"lookalike_adjacent_pairs": "fixtures/rope_half_rotary_mul_nomatch_interleaved_pairs.py",
+                             "lookalike_sign_flipped": "fixtures/rope_half_rotary_mul_nomatch_sign_flipped.py"}},
     "near_misses": [
         {"file": "fixtures/rope_half_rotary_mul_nomatch_interleaved_pairs.py",
          "reason": "the pairs are adjacent elements (x[..., ::2], x[..., 1::2]): interleaved RoPE, see rope.rope_interleave"},
@@ -125,6 +127,26 @@ def search_float_compute(q, k, cos, sin):
     q_rot = torch.cat((-qf[..., q_half:], qf[..., :q_half]), dim=-1)
     k_rot = torch.cat((-kf[..., k_half:], kf[..., :k_half]), dim=-1)
     return (qf * c + q_rot * s).type_as(q), (kf * c + k_rot * s).type_as(k)
+
+
+def lookalike_adjacent_pairs(q, k, cos, sin):
+    # GPT-J pairs: the rotation mixes x[2i] with x[2i+1]
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    q_turned = torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2)
+    k_turned = torch.stack((-k[..., 1::2], k[..., ::2]), dim=-1).flatten(-2)
+    return q * c + q_turned * s, k * c + k_turned * s
+
+
+def lookalike_sign_flipped(q, k, cos, sin):
+    # cat(x2, -x1): the inverse rotation
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    q_mid = q.shape[-1] // 2
+    k_mid = k.shape[-1] // 2
+    q_turned = torch.cat((q[..., q_mid:], -q[..., :q_mid]), dim=-1)
+    k_turned = torch.cat((k[..., k_mid:], -k[..., :k_mid]), dim=-1)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def replace(q, k, cos, sin):

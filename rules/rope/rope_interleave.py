@@ -58,7 +58,10 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "N": 4, "KVN": 2, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True},
+    "match": {"partial_returns": True,
+              "lookalikes": {"lookalike_half_split": "fixtures/rope_interleave_nomatch_half_split.py",
+                             "lookalike_half_split_chunk": "fixtures/rope_interleave_nomatch_half_split.py",
+                             "lookalike_cos_concatenated": "fixtures/rope_interleave_nomatch_cos_not_repeated.py"}},
     "near_misses": [
         {"file": "fixtures/rope_interleave_nomatch_half_split.py",
          "reason": "pairs x[i] with x[i + D/2] (rotate_half): half-mode RoPE, see rope.rope_half"},
@@ -121,6 +124,30 @@ def search_even_odd(q, k, cos, sin):
     q_out = torch.stack((q_even * c - q_odd * s, q_even * s + q_odd * c), dim=-1).flatten(-2)
     k_out = torch.stack((k_even * c - k_odd * s, k_even * s + k_odd * c), dim=-1).flatten(-2)
     return q_out, k_out
+
+
+def lookalike_half_split(q, k, cos, sin):
+    # rotate_half pairs x[i] with x[i + D/2]; cos/sin then span the whole head
+    q_mid = q.shape[-1] // 2
+    k_mid = k.shape[-1] // 2
+    q_turned = torch.cat((-q[..., q_mid:], q[..., :q_mid]), dim=-1)
+    k_turned = torch.cat((-k[..., k_mid:], k[..., :k_mid]), dim=-1)
+    return q * cos + q_turned * sin, k * cos + k_turned * sin
+
+
+def lookalike_half_split_chunk(q, k, cos, sin):
+    qa, qb = q.chunk(2, dim=-1)
+    ka, kb = k.chunk(2, dim=-1)
+    return q * cos + torch.cat((-qb, qa), dim=-1) * sin, k * cos + torch.cat((-kb, ka), dim=-1) * sin
+
+
+def lookalike_cos_concatenated(q, k, cos, sin):
+    # the table doubled by cat: angle j then serves pairs j and j + D/4, not pair j alone
+    c = torch.cat((cos, cos), dim=-1)[:, :, None, :]
+    s = torch.cat((sin, sin), dim=-1)[:, :, None, :]
+    q_turned = torch.stack((-q[..., 1::2], q[..., ::2]), dim=-1).flatten(-2)
+    k_turned = torch.stack((-k[..., 1::2], k[..., ::2]), dim=-1).flatten(-2)
+    return q * c + q_turned * s, k * c + k_turned * s
 
 
 def replace(q, k, cos, sin):

@@ -49,7 +49,8 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 5, "D": 96, "R": 32},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True},
+    "match": {"partial_returns": True,
+              "lookalikes": {"lookalike_tail_rotated": "fixtures/rope_partial_nomatch_tail_rotated.py"}},
     "near_misses": [
         {"file": "fixtures/rope_partial_nomatch_tail_rotated.py",
          "reason": "the rotated slice is the tail of head_dim, not the head: the fused call would need the slice offset kept"},
@@ -102,6 +103,19 @@ def search_split(q, k, cos, sin):
     q_out = torch.cat((q_rot * c + torch.cat((-qb, qa), dim=-1) * s, q_pass), dim=-1)
     k_out = torch.cat((k_rot * c + torch.cat((-kb, ka), dim=-1) * s, k_pass), dim=-1)
     return q_out, k_out
+
+
+def lookalike_tail_rotated(q, k, cos, sin):
+    # the rotated slice taken from the end of head_dim
+    r = cos.shape[-1]
+    c = cos.unsqueeze(1)
+    s = sin.unsqueeze(1)
+    h = r // 2
+    q_pass, q_rot = q[..., :-r], q[..., -r:]
+    k_pass, k_rot = k[..., :-r], k[..., -r:]
+    q_rot = q_rot * c + torch.cat((-q_rot[..., h:], q_rot[..., :h]), dim=-1) * s
+    k_rot = k_rot * c + torch.cat((-k_rot[..., h:], k_rot[..., :h]), dim=-1) * s
+    return torch.cat((q_pass, q_rot), dim=-1), torch.cat((k_pass, k_rot), dim=-1)
 
 
 def replace(q, k, cos, sin):

@@ -46,11 +46,18 @@ std::vector<NearMissExplanation> read_explanations(const rules::Rule& rule, cons
 // {"lookalike_<case>": "fixtures/<file>"}: a look-alike function and the
 // near-miss fixture whose reason users read where it matches.
 std::map<std::string, std::string> read_lookalikes(const rules::Rule& rule, const nlohmann::json& j) {
-  const char* shape = "\"lookalikes\" must be a dict {\"lookalike_<case>\": fixture}";
+  const char* shape =
+      "\"lookalikes\" must be a dict {\"lookalike_<case>\": fixture or {\"near_miss\": fixture, \"inputs\": {...}}}";
   if (!j.is_object()) fail(rule, shape);
   std::map<std::string, std::string> out;
-  for (const auto& [function, fixture] : j.items()) {
-    if (!fixture.is_string()) fail(rule, shape);
+  for (const auto& [function, entry] : j.items()) {
+    // The dict form also gives input specs for the look-alike's own
+    // parameters; only the numeric test reads them.
+    bool dict = entry.is_object() && entry.contains("near_miss") &&
+                std::all_of(entry.items().begin(), entry.items().end(),
+                            [](const auto& kv) { return kv.key() == "near_miss" || kv.key() == "inputs"; });
+    const nlohmann::json& fixture = dict ? entry["near_miss"] : entry;
+    if (!fixture.is_string() || (dict && entry.contains("inputs") && !entry["inputs"].is_object())) fail(rule, shape);
     auto it = std::find_if(rule.near_misses.begin(), rule.near_misses.end(),
                            [&](const rules::NearMiss& n) { return n.file == fixture.get<std::string>(); });
     if (it == rule.near_misses.end())

@@ -1,5 +1,6 @@
 #include "rules/rule_functions.h"
 
+#include <algorithm>
 #include <set>
 
 namespace npufuse::rules {
@@ -57,9 +58,19 @@ void read_rule_functions(const model::ModelFile& file, Rule& rule, LoadErrors& e
     return;
   }
   std::vector<std::string> wanted = parameter_list(*rule.replace);
-  std::vector<const ast::FunctionDef*> patterns = rule.searches;
-  patterns.insert(patterns.end(), rule.lookalikes.begin(), rule.lookalikes.end());
-  for (const ast::FunctionDef* search : patterns)
+  for (const ast::FunctionDef* lookalike : rule.lookalikes) {
+    // A look-alike may take more: trailing parameters with defaults (a clamp
+    // limit) that stand for any model value and give the numbers theirs.
+    std::vector<std::string> own = parameter_list(*lookalike);
+    size_t extra = own.size() >= wanted.size() ? own.size() - wanted.size() : 0;
+    bool prefix = own.size() >= wanted.size() && std::equal(wanted.begin(), wanted.end(), own.begin());
+    bool defaulted = lookalike->args && lookalike->args->kwonlyargs.empty() && !lookalike->args->vararg &&
+                     !lookalike->args->kwarg && static_cast<size_t>(lookalike->args->defaults.size) >= extra;
+    if (!prefix || !defaulted)
+      errors.at(file, lookalike, std::string(lookalike->name) + "(" + parameter_text(*lookalike) + ") must take replace(" +
+                                     parameter_text(*rule.replace) + ")'s parameters, then only ones with defaults");
+  }
+  for (const ast::FunctionDef* search : rule.searches)
     if (parameter_list(*search) != wanted)
       errors.at(file, search, std::string(search->name) + "(" + parameter_text(*search) +
                                   ") and replace(" + parameter_text(*rule.replace) +
