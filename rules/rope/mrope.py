@@ -77,7 +77,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 5, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_rotary_mul"],
+    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_bsnd", "rope.rope_half_rotary_mul"],
               "explain": [{"when": "expected cat(", "near_miss": "fixtures/mrope_nomatch_single_stream.py"}]},
     "near_misses": [
         {"file": "fixtures/mrope_nomatch_single_stream.py",

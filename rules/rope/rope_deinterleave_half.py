@@ -52,7 +52,7 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "S": 5, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_rotary_mul", "rope.rope_half_split"],
+    "match": {"partial_returns": True, "contains": ["rope.rope_half", "rope.rope_half_bsnd", "rope.rope_half_rotary_mul", "rope.rope_half_split"],
               "lookalikes": {"lookalike_no_reorder": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py"}},
     "near_misses": [
         {"file": "fixtures/rope_deinterleave_half_nomatch_no_reorder.py",

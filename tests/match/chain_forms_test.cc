@@ -37,7 +37,7 @@ std::string source(const std::string& relative) { return std::string(NPUFUSE_SOU
 TEST(ChainForms, DeinterleavedRopeIsReportedAsInterleavedOnly) {
   Found f = matches_in(source("rules/rope/fixtures/rope_deinterleave_half_match_latent_layer.py"), "LatentRopeAttention");
   EXPECT_EQ(f.rules.count("rope.rope_deinterleave_half"), 1u) << f.listing;
-  for (const char* half : {"rope.rope_half", "rope.rope_half_rotary_mul", "rope.rope_half_split"})
+  for (const char* half : {"rope.rope_half", "rope.rope_half_bsnd", "rope.rope_half_rotary_mul", "rope.rope_half_split"})
     EXPECT_EQ(f.rules.count(half), 0u) << half << " offered on de-interleaved lanes:\n" << f.listing;
 }
 
