@@ -59,6 +59,9 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 1, "N": 4, "C": 64, "D": 32},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_shared_weight": {
+        "near_miss": "fixtures/v_absorb_transpose_bmm_nomatch_shared_weight.py",
+        "inputs": {"w_shared": {"shape": ["D", "C"], "dtype": "act", "scale": 0.2}}}}},
     "near_misses": [
         {"file": "fixtures/v_absorb_transpose_bmm_nomatch_shared_weight.py",
          "reason": "one weight is shared by all heads (no head axis on the weight): a plain linear, not a per-head batched matmul"},
@@ -99,6 +102,11 @@ def search(o_latent, w_uv):
 def search_matmul(o_latent, w_uv):
     per_head = torch.matmul(o_latent.transpose(1, 2), w_uv.transpose(1, 2))
     return per_head.transpose(1, 2)
+
+
+def lookalike_shared_weight(o_latent, w_uv, w_shared=None):
+    # one (D, C) weight for every head: a plain linear on the latent
+    return torch.einsum("bshc,dc->bshd", o_latent, w_shared)
 
 
 def replace(o_latent, w_uv):
