@@ -92,7 +92,11 @@ RULE = {
     "sizes": {"B": 2, "N": 8, "KVN": 2, "S": 7, "D": 128},
     "dtypes": ["float32", "bfloat16"],
     "tolerance": {"bfloat16": {"atol": 0.03}},
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave"],
+              "lookalikes": {"lookalike_sink_kept": {
+                  "near_miss": "fixtures/attention_sinks_nomatch_sink_kept.py",
+                  "inputs": {"null_key": {"shape": ["N", 1, "D"], "dtype": "float32"},
+                             "null_value": {"shape": ["N", 1, "D"], "dtype": "float32"}}}}},
     "near_misses": [
         {"file": "fixtures/attention_sinks_nomatch_sink_kept.py",
          "reason": "the sink column is kept and multiplied with a value row (a learned null token), not dropped"},
@@ -164,6 +168,18 @@ def search_logsumexp(query, key, value, attention_mask, sinks, scaling, n_rep):
     full = torch.cat([logits, sink_col], dim=-1).float()
     probs = torch.exp(full - torch.logsumexp(full, dim=-1, keepdim=True))
     return probs[..., :-1].to(query.dtype) @ v
+
+
+def lookalike_sink_kept(query, key, value, attention_mask, sinks, scaling, n_rep, null_key=None, null_value=None):
+    # A learned null token: a (heads, 1, D) key and value pair broadcast over the
+    # batch and joined to the keys and values. Its probability column is kept and
+    # multiplies the null value row; nothing is dropped after the softmax.
+    key_states = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    value_states = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    keys = torch.cat([key_states, null_key.unsqueeze(0).expand(key_states.shape[0], -1, 1, -1)], dim=-2)
+    values = torch.cat([value_states, null_value.unsqueeze(0).expand(value_states.shape[0], -1, 1, -1)], dim=-2)
+    probs = torch.softmax((query @ keys.transpose(-1, -2)) * scaling, dim=-1)
+    return probs @ values
 
 
 def replace(query, key, value, attention_mask, sinks, scaling, n_rep):

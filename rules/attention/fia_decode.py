@@ -83,7 +83,11 @@ RULE = {
     },
     "sizes": {"B": 3, "N": 8, "KVN": 2, "SMAX": 16, "D": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave"],
+              "lookalikes": {"lookalike_growing_cat": {
+                  "near_miss": "fixtures/fia_decode_nomatch_growing_cat.py",
+                  "inputs": {"key_states": {"shape": ["B", "KVN", 1, "D"], "dtype": "float32"},
+                             "value_states": {"shape": ["B", "KVN", 1, "D"], "dtype": "float32"}}}}},
     "near_misses": [
         {"file": "fixtures/fia_decode_nomatch_growing_cat.py",
          "reason": "the cache grows with torch.cat each step: no fixed buffer to pass; first apply kv_cache.static_cache_prerequisite"},
@@ -141,6 +145,18 @@ def search_additive_mask(query, key_cache, value_cache, kv_len, scaling, n_rep):
                             torch.finfo(query.dtype).min)
     attn = torch.softmax((query @ k.transpose(-1, -2)) * scaling + mask, dim=-1, dtype=torch.float32)
     return attn.to(query.dtype) @ v
+
+
+def lookalike_growing_cat(query, key_cache, value_cache, kv_len, scaling, n_rep, key_states=None, value_states=None):
+    # The step's keys and values joined to the past ones with torch.cat: the
+    # cache is a new tensor each step, every slot of it valid, so there is no
+    # preallocated buffer and no per-sequence length to pass.
+    keys = torch.cat([key_cache, key_states], dim=-2)
+    values = torch.cat([value_cache, value_states], dim=-2)
+    keys = torch.repeat_interleave(keys, dim=1, repeats=n_rep)
+    values = torch.repeat_interleave(values, dim=1, repeats=n_rep)
+    probs = torch.softmax(torch.matmul(query, keys.transpose(2, 3)) * scaling, dim=-1)
+    return torch.matmul(probs, values)
 
 
 def replace(query, key_cache, value_cache, kv_len, scaling, n_rep):

@@ -81,7 +81,11 @@ RULE = {
     },
     "sizes": {"B": 3, "N": 8, "KVN": 2, "D": 64, "NB": 12, "BS": 16, "MB": 3},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave"],
+              "lookalikes": {"lookalike_prefix_cache_hit": {
+                  "near_miss": "fixtures/fia_decode_paged_nomatch_prefix_cache_hit.py",
+                  "inputs": {"prefix_key": {"shape": ["B", "KVN", 5, "D"], "dtype": "float32"},
+                             "prefix_value": {"shape": ["B", "KVN", 5, "D"], "dtype": "float32"}}}}},
     "near_misses": [
         {"file": "fixtures/fia_decode_paged_nomatch_prefix_cache_hit.py",
          "reason": "the gathered blocks are concatenated with a separately stored prefix: the table does not describe the whole sequence"},
@@ -144,6 +148,19 @@ def search_index_select(query, key_cache, value_cache, block_table, kv_len, scal
     s = s.masked_fill((torch.arange(k.shape[2])[None, :] >= kv_len[:, None])[:, None, None, :],
                       float("-inf"))
     return (torch.softmax(s.float(), dim=-1).to(query.dtype) @ v).transpose(1, 2)
+
+
+def lookalike_prefix_cache_hit(query, key_cache, value_cache, block_table, kv_len, scaling, n_rep,
+                               prefix_key=None, prefix_value=None):
+    # A prefix kept outside the paged cache (a prefix-cache hit held as its own
+    # tensors) joined in front of the gathered blocks: the block table covers only
+    # the tokens after it.
+    k = torch.cat([prefix_key, key_cache[block_table].flatten(1, 2).transpose(1, 2)], dim=2)
+    v = torch.cat([prefix_value, value_cache[block_table].flatten(1, 2).transpose(1, 2)], dim=2)
+    k = k.repeat_interleave(n_rep, dim=1)
+    v = v.repeat_interleave(n_rep, dim=1)
+    scores = torch.matmul(query.transpose(1, 2), k.transpose(-1, -2)) * scaling
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
 def replace(query, key_cache, value_cache, block_table, kv_len, scaling, n_rep):

@@ -88,7 +88,11 @@ RULE = {
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa": "2.1", "search_sdpa_is_causal": "2.1"},
     "match": {"optional": ["repeat_interleave", "add"],
-              "explain": [{"when": "has an argument dropout_p", "near_miss": "fixtures/fia_prefill_nomatch_sdpa_dropout_always.py"}]},
+              "explain": [{"when": "has an argument dropout_p", "near_miss": "fixtures/fia_prefill_nomatch_sdpa_dropout_always.py"}],
+              "lookalikes": {"lookalike_no_softmax": "fixtures/fia_prefill_nomatch_no_softmax.py",
+                             "lookalike_softcap": {
+                                 "near_miss": "fixtures/fia_prefill_nomatch_softcap.py",
+                                 "inputs": {"softcap": {"dtype": "param", "value": 1.0}}}}},
     "near_misses": [
         {"file": "fixtures/fia_prefill_nomatch_no_softmax.py",
          "reason": "the scores are not normalised by a softmax over the keys (linear attention): not an attention core"},
@@ -166,6 +170,31 @@ def search_sdpa_is_causal(query, key, value, attention_mask, scaling, n_rep):
     v = torch.repeat_interleave(value, dim=1, repeats=n_rep)
     out = F.scaled_dot_product_attention(query, k, v, is_causal=True, scale=scaling)
     return out.transpose(1, 2)
+
+
+def lookalike_no_softmax(query, key, value, attention_mask, scaling, n_rep):
+    # Linear attention: a positive feature map (elu + 1) on q and k instead of a
+    # softmax over the keys, keys and values contracted first. The normaliser
+    # that usually follows reads this product and is left out, so any form of it
+    # (and its epsilon) is covered.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    q = F.elu(query) + 1
+    k = F.elu(key_states) + 1
+    kv = torch.matmul(k.transpose(-2, -1), value_states)
+    return torch.matmul(q, kv)
+
+
+def lookalike_softcap(query, key, value, attention_mask, scaling, n_rep, softcap=50.0):
+    # Logit soft-capping (Gemma 2, Grok): tanh(scores / cap) * cap before the
+    # mask and the softmax. The numeric test uses a cap of 1.0, which the test
+    # scores reach; at 50 the curve is nearly linear over them.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    logits = torch.tanh(logits / softcap) * softcap + attention_mask
+    probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(probs, value_states)
 
 
 def replace(query, key, value, attention_mask, scaling, n_rep):

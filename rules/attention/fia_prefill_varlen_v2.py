@@ -86,7 +86,8 @@ RULE = {
     "sizes": {"T": 12, "N": 8, "KVN": 2, "D": 128},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_sdpa_per_sequence": "2.1"},
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave"],
+              "lookalikes": {"lookalike_cross_sequence": "fixtures/fia_prefill_varlen_v2_nomatch_cross_sequence.py"}},
     "near_misses": [
         {"file": "fixtures/fia_prefill_varlen_v2_nomatch_cross_sequence.py",
          "reason": "one causal mask over all packed tokens: sequences attend to each other, which cumulative TND lengths would forbid"},
@@ -151,6 +152,17 @@ def search_sdpa_per_sequence(query, key, value, seq_lens, scaling, n_rep):
                                            is_causal=True, scale=scaling)
         outs.append(o.transpose(0, 1))
     return torch.cat(outs, dim=0)
+
+
+def lookalike_cross_sequence(query, key, value, seq_lens, scaling, n_rep):
+    # The packed tokens attend as one sequence: a single (T, T) causal mask lets
+    # every sequence see the sequences packed before it.
+    t = query.shape[0]
+    k = key.repeat_interleave(n_rep, dim=1)
+    v = value.repeat_interleave(n_rep, dim=1)
+    scores = torch.einsum("tnd,snd->nts", query, k) * scaling
+    scores = scores.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.einsum("nts,snd->tnd", torch.softmax(scores, dim=-1), v)
 
 
 def replace(query, key, value, seq_lens, scaling, n_rep):

@@ -74,7 +74,8 @@ RULE = {
     },
     "sizes": {"B": 2, "N": 4, "KVN": 2, "S": 12, "D": 64, "W": 4},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"optional": ["repeat_interleave"]},
+    "match": {"optional": ["repeat_interleave"],
+              "lookalikes": {"lookalike_chunked_local": "fixtures/fia_sliding_window_nomatch_chunked_local.py"}},
     "near_misses": [
         {"file": "fixtures/fia_sliding_window_nomatch_chunked_local.py",
          "reason": "block-local (chunked) attention: keys are limited to the query's chunk, not to a band of fixed width"},
@@ -116,6 +117,20 @@ def search(query, key, value, sliding_mask, scaling, n_rep, window):
     attn_weights = attn_weights + sliding_mask
     attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
     return torch.matmul(attn_weights, value_states)
+
+
+def lookalike_chunked_local(query, key, value, sliding_mask, scaling, n_rep, window):
+    # Block-local attention (Llama 4 style chunks of `window` tokens): a query sees
+    # the earlier keys of its own chunk only, so the first query of a chunk sees
+    # itself alone, where a sliding band would reach back window - 1 keys.
+    key_states = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    value_states = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    pos = torch.arange(query.shape[-2])
+    same_chunk = (pos[:, None] // window) == (pos[None, :] // window)
+    keep = same_chunk & (pos[None, :] <= pos[:, None])
+    scores = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    probs = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return torch.matmul(probs, value_states)
 
 
 def replace(query, key, value, sliding_mask, scaling, n_rep, window):
