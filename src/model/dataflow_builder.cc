@@ -744,7 +744,24 @@ class Builder {
       args.push_back(parameter_read(path + ".weight", c));
       arg_labels.push_back("weight=");
     }
+    if (it->second == "linear" && linear_has_bias(ctor->call)) {
+      args.push_back(parameter_read(path + ".bias", c));
+      arg_labels.push_back("bias=");
+    }
     return emit_value(it->second, OpClass::Compute, args, arg_labels, c);
+  }
+
+  // Whether an nn.Linear built by `ctor` adds a bias: torch's default (no
+  // `bias` argument) or a literal True. A setting read from the config
+  // (`bias=config.mlp_bias`) is left out, as are bias-free layers.
+  static bool linear_has_bias(const ast::Call* ctor) {
+    if (!ctor) return false;
+    const ast::expr* bias = ctor->args.size > 2 ? ctor->args[2] : nullptr;
+    for (const ast::keyword* kw : ctor->keywords)
+      if (ast::present(kw->arg) && kw->arg == "bias") bias = kw->value;
+    if (!bias) return true;
+    const auto* literal = ast::as<ast::Constant>(bias);
+    return literal && literal->value.kind == ast::ConstantKind::True;
   }
 
   // Splices `fn`'s dataflow in place of a call: parameters bound to the

@@ -53,6 +53,18 @@ TEST(InlinedDataflow, LlamaDecoderLayerShowsNormsProjectionsAndRope) {
   ASSERT_FALSE(g.returns.empty());
 }
 
+// nn.Linear adds its bias by default: a chain over it is not a bias-free
+// F.linear. `bias=False` has none, and a setting read from the config is
+// left out (unknown here).
+TEST(InlinedDataflow, LinearReadsItsBiasUnlessItHasNone) {
+  auto gptj = inline_forward("gptj_style", "GPTJBlock");
+  EXPECT_TRUE(reads(gptj->graph, "self.mlp.fc_in.bias")) << gptj->graph.dump();   // nn.Linear(n_embd, inner)
+  EXPECT_TRUE(reads(gptj->graph, "self.mlp.fc_out.bias"));
+  EXPECT_FALSE(reads(gptj->graph, "self.attn.q_proj.bias"));                       // bias=False
+  auto llama = inline_forward("llama_like", "LlamaDecoderLayer");
+  EXPECT_FALSE(reads(llama->graph, "self.self_attn.q_proj.bias"));                 // bias=config.attention_bias
+}
+
 TEST(InlinedDataflow, ExpertLoopInlinesTheExpertOnceInsideTheLoop) {
   auto r = inline_forward("qwen3_moe_like", "Qwen3MoeSparseMoeBlock");
   const FunctionDataflow& g = r->graph;
