@@ -22,6 +22,8 @@ Fix safety
 References
     catalog/ffn/npu_ffn.toml.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -92,6 +94,13 @@ def search_matmul(x, w1, b1, w2, b2):
     h = x @ w1.t() + b1
     h = 0.5 * h * (1.0 + torch.tanh(0.7978845608028654 * (h + 0.044715 * torch.pow(h, 3.0))))
     return h @ w2.t() + b2
+
+
+def search_linear_tanh_formula(x, w1, b1, w2, b2):
+    # GPT-J / GPT-2 "gelu_new": the tanh approximation written out between two biased linears
+    h = F.linear(x, w1, b1)
+    h = 0.5 * h * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (h + 0.044715 * torch.pow(h, 3.0))))
+    return F.linear(h, w2, b2)
 
 
 def replace(x, w1, b1, w2, b2):
