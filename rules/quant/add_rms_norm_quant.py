@@ -60,6 +60,7 @@ RULE = {
     },
     "sizes": {"T": 6, "H": 64},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_dynamic_scale": "fixtures/add_rms_norm_quant_nomatch_dynamic_scale.py"}},
     "near_misses": [
         {"file": "fixtures/add_rms_norm_quant_nomatch_dynamic_scale.py",
          "reason": "the scale is computed per token from the normalised output (dynamic quant): npu_add_rms_norm_dynamic_quant, not this operator"},
@@ -98,6 +99,19 @@ def search(residual, hidden_states, weight, input_scale, input_offset, eps):
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
     normed = weight.float() * h
     q = torch.round(normed / input_scale + input_offset).clamp(-128, 127).to(torch.int8)
+    return q, residual
+
+
+def lookalike_dynamic_scale(residual, hidden_states, weight, input_scale, input_offset, eps):
+    # Dynamic per-token quantisation of the normalised row: the scale is the row's
+    # absolute maximum over 127, computed here rather than loaded (no offset).
+    hidden_states = residual + hidden_states
+    residual = hidden_states
+    h = hidden_states.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    normed = weight.float() * h
+    token_scale = normed.abs().amax(-1, keepdim=True) / 127.0
+    q = torch.round(normed / token_scale).clamp(-128, 127).to(torch.int8)
     return q, residual
 
 

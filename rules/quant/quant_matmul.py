@@ -54,6 +54,12 @@ RULE = {
     },
     "sizes": {"T": 5, "K": 64, "N": 48},
     "dtypes": ["float32"],
+    "match": {"lookalikes": {"lookalike_weight_only": {
+                                 "near_miss": "fixtures/quant_matmul_nomatch_weight_only.py",
+                                 "inputs": {"x": {"shape": ["T", "K"], "dtype": "act"}}},
+                             "lookalike_weight_only_linear": {
+                                 "near_miss": "fixtures/quant_matmul_nomatch_weight_only.py",
+                                 "inputs": {"x": {"shape": ["T", "K"], "dtype": "act"}}}}},
     "near_misses": [
         {"file": "fixtures/quant_matmul_nomatch_weight_only.py",
          "reason": "the activation stays in floating point and only the weight is int8 (weight-only quantisation): npu_weight_quant_batchmatmul territory, not W8A8"},
@@ -99,6 +105,20 @@ def search_operator_views(x_q, x_scale, weight_q, weight_scale):
     # `@` with `.T`, both scales shaped by view.
     acc = x_q.float() @ weight_q.float().T
     return (acc * x_scale.view(-1, 1) * weight_scale.view(1, -1)).bfloat16()
+
+def lookalike_weight_only(x_q, x_scale, weight_q, weight_scale, x=None):
+    # W8A16: only the weight is int8. It is dequantised (cast, times its per-channel
+    # scale) and multiplies the activation x, which stays floating point; no
+    # per-token scale. The result is cast as a bfloat16 model's activations are.
+    w = weight_q.to(x.dtype) * weight_scale.unsqueeze(-1).to(x.dtype)
+    return (x @ w.t()).to(torch.bfloat16)
+
+
+def lookalike_weight_only_linear(x_q, x_scale, weight_q, weight_scale, x=None):
+    # The same W8A16 dequantisation feeding F.linear.
+    w = weight_q.to(x.dtype) * weight_scale.unsqueeze(-1).to(x.dtype)
+    return torch.nn.functional.linear(x, w).to(torch.bfloat16)
+
 
 def replace(x_q, x_scale, weight_q, weight_scale):
     return torch_npu.npu_quant_matmul(x_q, weight_q.t().contiguous(), weight_scale,
