@@ -52,6 +52,7 @@ RULE = {
     },
     "sizes": {"NB": 4, "BS": 16, "KVN": 2, "D": 32, "T": 7},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_block_major_heads": "fixtures/paged_cache_write_nomatch_block_major_heads.py"}},
     "near_misses": [
         {"file": "fixtures/paged_cache_write_nomatch_block_major_heads.py",
          "reason": "the cache is (num_blocks, KVN, block_size, D) (heads before slots): a flat view is not slot-ordered"},
@@ -100,6 +101,16 @@ def search_flat_view(key_cache, key, slot_mapping, block_size):
 def search_index_copy(key_cache, key, slot_mapping, block_size):
     key_cache.view(-1, key.shape[-2], key.shape[-1]).index_copy_(0, slot_mapping, key)
     return key_cache
+
+
+def lookalike_block_major_heads(key_cache, key, slot_mapping, block_size):
+    # The cache's memory laid out (num_blocks, KVN, block_size, D): the heads come
+    # before the slots, so the slot offset indexes the third axis.
+    heads_first = key_cache.view(key_cache.shape[0], key_cache.shape[2], key_cache.shape[1], key_cache.shape[3])
+    block_idx = slot_mapping // block_size
+    block_off = slot_mapping % block_size
+    heads_first[block_idx, :, block_off] = key
+    return heads_first
 
 
 def replace(key_cache, key, slot_mapping, block_size):
