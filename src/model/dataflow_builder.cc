@@ -155,6 +155,21 @@ class Builder {
     if (g_.values[static_cast<size_t>(value)].name.empty()) g_.values[static_cast<size_t>(value)].name = name;
   }
 
+  // An in-place write into a view (`cache.view(-1, h, d).index_copy_(...)`,
+  // `flat = cache.view(...); flat[slots] = k`) changes the tensor it views:
+  // later reads of that tensor's names see the written version.
+  void rebind_view_bases(int written, int out) {
+    for (int v = written;;) {
+      const DataflowOp& producer = g_.producer_of(v);
+      if (producer.cls != OpClass::View || producer.inputs.empty()) return;
+      v = producer.inputs[0];
+      std::vector<std::string> names;
+      for (const auto& [name, value] : env_)
+        if (value == v) names.push_back(name);
+      for (const std::string& name : names) bind(name, out);
+    }
+  }
+
   int lookup(const ast::Name* n) {
     std::string id(n->id);
     auto it = env_.find(id);
@@ -465,6 +480,7 @@ class Builder {
       int index = expr(s->slice);
       int out = emit_value("setitem", OpClass::Slice, {base, index, value}, {}, at, true);
       if (auto* n = ast::as<ast::Name>(s->value)) bind(std::string(n->id), out);
+      rebind_view_bases(base, out);
     } else if (auto* st = ast::as<ast::Starred>(target)) {
       store(st->value, value, at);
     }
@@ -617,6 +633,7 @@ class Builder {
       bool grows_list = op.name == "append" || op.name == "extend";
       if (op.in_place || grows_list)
         if (auto* n = ast::as<ast::Name>(a->value)) bind(std::string(n->id), out);
+      if (op.in_place) rebind_view_bases(ins.front(), out);
       return out;
     }
     // self.experts[i](...), TABLE[key](...)

@@ -66,6 +66,18 @@ TEST_F(DataflowTest, InPlaceSquareReadsTheExponentTwo) {
   EXPECT_EQ(graph_.producer_of(op.inputs[1]).attrs.at(0), "2");
 }
 
+// Writing into a view writes the tensor it views: the name of that tensor
+// then holds the written version (a paged cache filled through a flat view).
+TEST_F(DataflowTest, WriteIntoAViewIsANewVersionOfItsBase) {
+  build("    x.view(-1, 4).index_copy_(0, idx, y)\n    return x\n", "x, idx, y");
+  EXPECT_EQ(returned().name, "index_copy") << graph_.dump();
+  build("    flat = x.view(-1, 4)\n    flat[idx] = y\n    return x\n", "x, idx, y");
+  EXPECT_EQ(returned().name, "setitem") << graph_.dump();
+  // An op that is not in place leaves the base as it was.
+  build("    z = x.view(-1, 4).index_copy(0, idx, y)\n    return x\n", "x, idx, y");
+  EXPECT_EQ(returned().cls, OpClass::Input) << graph_.dump();
+}
+
 TEST_F(DataflowTest, CastsAndViewsAreMarked) {
   build("    h = x.float().view(2, -1).transpose(1, 2)\n    y = h.to(torch.bfloat16).type_as(x)\n    return y[..., : 4]\n");
   std::vector<std::string> casts = names(OpClass::Cast);
