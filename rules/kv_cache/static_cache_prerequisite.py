@@ -56,9 +56,12 @@ RULE = {
     },
     "sizes": {"B": 2, "KVN": 2, "S0": 6, "S": 1, "D": 32},
     "dtypes": ["float32", "bfloat16"],
+    "match": {"lookalikes": {"lookalike_nope_rope_concat": "fixtures/static_cache_prerequisite_nomatch_nope_rope_concat.py"}},
     "near_misses": [
         {"file": "fixtures/static_cache_prerequisite_nomatch_head_concat.py",
          "reason": "the concatenation is along the head axis (merging q/k heads), not along the sequence: not a cache"},
+        {"file": "fixtures/static_cache_prerequisite_nomatch_nope_rope_concat.py",
+         "reason": "the concatenation joins each head's no-position part with the shared rotary part along head_dim (MLA), not past and new keys along the sequence: not a cache"},
     ],
     "doc_zh": """靠torch.cat增长的KV缓存需要先改为静态（或分页）缓存：这是一个具名的前置改造。
 
@@ -94,6 +97,11 @@ def search(past_key, key_states):
 def search_tuple_past(past_key, key_states):
     layer_past = (past_key,)
     return torch.cat((layer_past[0], key_states), dim=2)
+
+
+def lookalike_nope_rope_concat(past_key, key_states):
+    # MLA keys: the per-head part joined with one rotary part broadcast over the heads
+    return torch.cat([past_key, key_states.expand(-1, -1, past_key.shape[2], -1)], dim=-1)
 
 
 def replace(past_key, key_states):

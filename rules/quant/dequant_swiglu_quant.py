@@ -54,6 +54,7 @@ RULE = {
     },
     "sizes": {"T": 6, "I": 64},
     "dtypes": ["float32"],
+    "match": {"lookalikes": {"lookalike_unquantised": "fixtures/dequant_swiglu_quant_nomatch_bf16_mlp.py"}},
     "near_misses": [
         {"file": "fixtures/dequant_swiglu_quant_nomatch_bf16_mlp.py",
          "reason": "no dequantisation or requantisation around the SwiGLU (unquantised model): see ffn.swiglu_merged"},
@@ -117,6 +118,12 @@ def search_split_reciprocal(gate_up_i32, weight_scale, activation_scale):
     peak = torch.max(a.abs(), dim=-1, keepdim=True)[0]
     a_q = torch.clamp(torch.round(a * (127.0 / peak)), -128, 127).to(torch.int8)
     return a_q, (peak / 127.0).squeeze(-1)
+
+def lookalike_unquantised(gate_up_i32, weight_scale, activation_scale):
+    # the plain SwiGLU of an unquantised MLP: no dequantisation before it, no int8 after it
+    gate, up = gate_up_i32.float().chunk(2, dim=-1)
+    return F.silu(gate) * up
+
 
 def replace(gate_up_i32, weight_scale, activation_scale):
     return torch_npu.npu_dequant_swiglu_quant(

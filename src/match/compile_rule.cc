@@ -66,8 +66,11 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       // view of a parameter (`cos.unsqueeze(1)`, spelt so the numbers run) is
       // layout the model may have done elsewhere.
       p.options.partial_returns = true;
+      // Only views that add or drop unit axes or regroup the same elements;
+      // a broadcast (expand) or an axis swap is part of the form.
+      static const std::set<std::string> layout_only = {"unsqueeze", "squeeze", "view", "reshape", "contiguous"};
       for (const model::DataflowOp& op : p.graph.ops)
-        if (op.cls == model::OpClass::View && !op.inputs.empty() &&
+        if (op.cls == model::OpClass::View && layout_only.count(op.name) && !op.inputs.empty() &&
             p.graph.producer_of(through_casts(p.graph, op.inputs[0])).cls == model::OpClass::Input)
           p.options.optional.insert(op.name);
     }
