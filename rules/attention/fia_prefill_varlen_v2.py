@@ -154,6 +154,21 @@ def search_sdpa_per_sequence(query, key, value, seq_lens, scaling, n_rep):
     return torch.cat(outs, dim=0)
 
 
+def search_split_eager(query, key, value, seq_lens, scaling, n_rep):
+    # torch.split into sequences, then the eager causal softmax on each.
+    outs = []
+    for qs, ks, vs in zip(query.split(seq_lens), key.split(seq_lens), value.split(seq_lens)):
+        qs = qs.transpose(0, 1)
+        ks = ks.transpose(0, 1).repeat_interleave(n_rep, dim=0)
+        vs = vs.transpose(0, 1).repeat_interleave(n_rep, dim=0)
+        n = qs.shape[1]
+        scores = torch.matmul(qs, ks.transpose(-1, -2)) * scaling
+        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        probs = F.softmax(scores.float(), dim=-1).to(query.dtype)
+        outs.append(torch.matmul(probs, vs).transpose(0, 1))
+    return torch.cat(outs, dim=0)
+
+
 def lookalike_cross_sequence(query, key, value, seq_lens, scaling, n_rep):
     # The packed tokens attend as one sequence: a single (T, T) causal mask lets
     # every sequence see the sequences packed before it.

@@ -119,6 +119,17 @@ def search(query, key, value, sliding_mask, scaling, n_rep, window):
     return torch.matmul(attn_weights, value_states)
 
 
+def search_band_mask(query, key, value, sliding_mask, scaling, n_rep, window):
+    # The band built in place from positions: causal and fewer than `window` keys back.
+    key_states = torch.repeat_interleave(key, dim=1, repeats=n_rep)
+    value_states = torch.repeat_interleave(value, dim=1, repeats=n_rep)
+    pos = torch.arange(query.shape[-2])
+    keep = (pos[None, :] <= pos[:, None]) & (pos[:, None] - pos[None, :] < window)
+    scores = torch.matmul(query, key_states.transpose(-1, -2)) * scaling
+    probs = torch.softmax(scores.masked_fill(~keep, float("-inf")).float(), dim=-1).to(query.dtype)
+    return torch.matmul(probs, value_states)
+
+
 def lookalike_chunked_local(query, key, value, sliding_mask, scaling, n_rep, window):
     # Block-local attention (Llama 4 style chunks of `window` tokens): a query sees
     # the earlier keys of its own chunk only, so the first query of a chunk sees

@@ -125,6 +125,25 @@ TEST(Fixtures, EveryFixtureMeetsItsExpectation) {
   EXPECT_EQ(fixed, 0) << "now met, remove from tests/match/pending_fixtures.txt:\n" << fixed_list;
 }
 
+// What a rule's fixtures must prove, counting only the fixtures met: at
+// least three coding styles matched and one near-miss told with its reason.
+TEST(Fixtures, EveryRuleHasThreeMetStylesAndAToldNearMiss) {
+  std::map<std::string, int> styles, told;
+  for (const rules::Rule& r : testing::compiled_rules().set.rules()) styles[r.id] = told[r.id] = 0;
+  for (const fs::path& p : fixture_files()) {
+    FixtureOutcome o = run_fixture(p);
+    if (o.expect == "match" && o.matched.count(o.rule)) ++styles[o.rule];
+    if (o.expect == "no-match" && !o.matched.count(o.rule) && o.near.count(o.rule) &&
+        std::any_of(o.near.at(o.rule).begin(), o.near.at(o.rule).end(),
+                    [&](const std::string& r) { return r.rfind(o.reason, 0) == 0; }))
+      ++told[o.rule];
+  }
+  for (const auto& [rule, n] : styles) {
+    EXPECT_GE(n, 3) << rule << ": match fixtures met";
+    EXPECT_GE(told.at(rule), 1) << rule << ": near-misses told with their reason";
+  }
+}
+
 // A no-match fixture must never match its own rule, pending or not, except
 // where the pending list says the rule still lacks the constraint.
 TEST(Fixtures, NoMatchFixturesNeverMatchTheirRule) {
