@@ -169,7 +169,10 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     // "1 / x": a parameter the model divides by.
     std::string prefix = text.rfind("1 / ", 0) == 0 ? "1 / " : "";
     std::string name = text.substr(prefix.size());
-    if (origin.kind == Origin::Kind::Other || !is_identifier(name) || name_holds(*r.fn, name, origin, r.edit_point)) {
+    // "view(...)": the analysis' own description of an unnamed value, not code.
+    bool described = name.find("(...)") != std::string::npos;
+    if (origin.kind == Origin::Kind::Other ||
+        (!described && (!is_identifier(name) || name_holds(*r.fn, name, origin, r.edit_point)))) {
       out.arguments[param] = text;
       continue;
     }
@@ -188,9 +191,12 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     std::string where = origin.range.file == r.fn->file->path && origin.range.end > origin.range.begin
                             ? line_at(*r.fn, origin.range.begin)
                             : origin.range.file;
-    out.refusal = fmt::format(
-        "{} is bound to the value made at {}, but '{}' does not hold that value at {}{}; edit it by hand", param, where,
-        name, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")");
+    out.refusal = described ? fmt::format("{} is bound to the unnamed value {} made at {}, which the rewrite cannot move to {}{}; "
+                                          "edit it by hand",
+                                          param, name, where, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")")
+                            : fmt::format("{} is bound to the value made at {}, but '{}' does not hold that value at {}{}; "
+                                          "edit it by hand",
+                                          param, where, name, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")");
     return out;
   }
   return out;

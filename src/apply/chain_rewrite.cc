@@ -296,12 +296,25 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     for (const Range& out : outputs) {
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
       std::string name = bound_name(s, out);
+      // `cache[idx] = x`: the result is the write itself, which the
+      // replacement makes in place; the statement goes and no name is bound.
+      const auto* write = ast::as<ast::Assign>(s);
+      if (name.empty() && write && write->targets.size == 1 && ast::as<ast::Subscript>(write->targets[0])) {
+        request.targets.push_back("");
+        continue;
+      }
       if (name.empty()) {
         name = fresh("npu_result", request.taken_names);
         kept[s].results.emplace_back(out, name);
       }
       request.targets.push_back(name);
     }
+    // Every result an in-place write: nothing to assign.
+    if (std::all_of(request.targets.begin(), request.targets.end(), [](const std::string& t) { return t.empty(); }))
+      request.discard_result = true;
+    else
+      for (std::string& t : request.targets)
+        if (t.empty()) t = "_";
   }
   // A kept statement keeps its other code, so it must not hold other ops of
   // the chain: they would run twice.

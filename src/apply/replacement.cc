@@ -133,7 +133,14 @@ std::string replacement_text(const ReplacementRequest& r) {
     statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
   }
   std::string value = reindented(substituted(source, ret->value, edits), rule_indent, r.indent);
-  if (r.targets.empty()) statements.push_back("return " + value);
+  if (r.discard_result) {
+    // Nothing reads the results: returning the written tensors by name says
+    // nothing; a returned call still has to run.
+    bool names_only = ast::as<ast::Name>(ret->value) != nullptr;
+    if (auto* t = ast::as<ast::Tuple>(ret->value))
+      names_only = std::all_of(t->elts.begin(), t->elts.end(), [](const ast::expr* e) { return ast::as<ast::Name>(e) != nullptr; });
+    if (!names_only || statements.empty()) statements.push_back(value);
+  } else if (r.targets.empty()) statements.push_back("return " + value);
   else statements.push_back(fmt::format("{} = {}", fmt::join(r.targets, ", "), value));
   return fmt::format("{}", fmt::join(statements, "\n" + r.indent));
 }

@@ -22,6 +22,8 @@ struct ReplacementRequest {
   std::set<std::string> taken_names;             // every name the model function uses
   std::string indent;                            // indentation of the replaced statements
   std::vector<std::string> targets;              // names to assign the result to; empty: `return` it
+  bool discard_result = false;                   // the chain's results were in-place writes nothing reads:
+                                                 // the final `return X` is left out
   std::map<std::string, std::string> module_reads;  // replace local -> what to read instead ("self.causal_mask_2048");
                                                     // the statement assigning the local is left out
 };

@@ -170,6 +170,15 @@ class Builder {
     }
   }
 
+  // A callee's parameter bound to the caller's value: the value keeps the
+  // caller's name (or none), not the callee's parameter name, so evidence
+  // never calls the q projection `hidden_states` because an inlined norm
+  // names its input so.
+  void bind_argument(const std::string& name, int value) {
+    env_[name] = value;
+    callees_.erase(name);
+  }
+
   int lookup(const ast::Name* n) {
     std::string id(n->id);
     auto it = env_.find(id);
@@ -833,12 +842,12 @@ class Builder {
     size_t first_default = positional.size() - a->defaults.size;
     for (size_t i = first; i < positional.size(); ++i) {
       std::string name(positional[i]->arg);
-      if (auto it = given.find(name); it != given.end()) bind(name, it->second);
+      if (auto it = given.find(name); it != given.end()) bind_argument(name, it->second);
       else if (i >= first_default) bind(name, expr(a->defaults[i - first_default]));
     }
     for (size_t i = 0; i < a->kwonlyargs.size; ++i) {
       std::string name(a->kwonlyargs[i]->arg);
-      if (auto it = given.find(name); it != given.end()) bind(name, it->second);
+      if (auto it = given.find(name); it != given.end()) bind_argument(name, it->second);
       else if (i < a->kw_defaults.size && a->kw_defaults[i]) bind(name, expr(a->kw_defaults[i]));
     }
     statements(fn.body);

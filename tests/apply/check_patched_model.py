@@ -78,7 +78,8 @@ def wrong_version(fn):
     """fn with its first floating output scaled: a plausible but wrong
     operator. An output that is one of the inputs (an in-place operator such
     as npu_apply_rotary_pos_emb) is changed in place, as the caller reads it
-    there."""
+    there; an operator returning nothing has the first input it wrote
+    changed."""
     import torch
 
     def spoiled(item, args):
@@ -87,7 +88,16 @@ def wrong_version(fn):
         return item * 1.25 + 0.01
 
     def perturbed(*args, **kwargs):
+        before = [a.clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else None for a in args]
         result = fn(*args, **kwargs)
+        if result is None:
+            # An operator that only writes its inputs (a cache scatter): spoil
+            # the first floating input it changed, where the caller reads it.
+            for a, old in zip(args, before):
+                if old is not None and not torch.equal(a, old):
+                    a.mul_(1.25).add_(0.01)
+                    break
+            return result
         if isinstance(result, torch.Tensor):
             return spoiled(result, args) if result.is_floating_point() else result
         items = list(result)
