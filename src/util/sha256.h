@@ -1,7 +1,7 @@
 #pragma once
-// SHA-256 (FIPS 180-4) of a byte string, as lowercase hex. The plan records
-// the hash of every analysed file so that `apply` can refuse a plan made
-// for other bytes; no crypto library is linked for this one digest.
+// SHA-256 of a byte string, as lowercase hex (OpenSSL's libcrypto). The plan
+// records the hash of every analysed file so that `apply` can refuse a plan
+// made for other bytes; tree scans key their cache by it.
 #include <string>
 #include <string_view>
 
