@@ -119,15 +119,55 @@ nlohmann::json summary_json(const std::string& root, const std::vector<nlohmann:
           {"failures", failures}};
 }
 
-std::string summary_markdown(const nlohmann::json& s) {
-  const auto& n = s["counts"];
-  std::string md = fmt::format("# npufuse scan of {}\n\n", s["root"].get<std::string>());
-  md += fmt::format("{} model folders: {} analysed, {} read from the cache, {} failed.\n\n", n["models"].get<size_t>(),
-                    n["analysed"].get<size_t>(), n["cached"].get<size_t>(), n["failed"].get<size_t>());
+namespace {
 
-  md += "## Fusion opportunities\n\n";
-  md += "Models per opportunity, counted by the best status their candidates reach.\n\n";
-  md += "| module | API | candidate | with prerequisites | not applicable | no fused op |\n|---|---|---:|---:|---:|---:|\n";
+// The summary's sentences in each report language.
+struct SummaryWords {
+  const char *title, *counts, *opportunities, *opportunities_note, *opportunity_header, *models, *models_note,
+      *model_header, *failed_cell, *failed, *failed_header;
+};
+
+const SummaryWords& summary_words(bool zh) {
+  static const SummaryWords en{
+      "# npufuse scan of {}\n\n",
+      "{} model folders: {} analysed, {} read from the cache, {} failed.\n\n",
+      "## Fusion opportunities\n\n",
+      "Models per opportunity, counted by the best status their candidates reach.\n\n",
+      "| module | API | candidate | with prerequisites | not applicable | no fused op |\n|---|---|---:|---:|---:|---:|\n",
+      "\n## Models\n\n",
+      "Opportunities as module/API (status, candidates): C candidate, P with prerequisites, NA not applicable, "
+      "none no fused op.\n\n",
+      "| model | C | P | NA | none | opportunities |\n|---|---:|---:|---:|---:|---|\n",
+      "failed (see below)",
+      "\n## Failed models\n\n",
+      "| model | error |\n|---|---|\n"};
+  static const SummaryWords zh_words{
+      "# npufuse扫描：{}\n\n",
+      "共{}个模型目录：本次分析{}个，从缓存读取{}个，失败{}个。\n\n",
+      "## 融合机会\n\n",
+      "每个融合机会涉及的模型数，按其候选所达到的最佳状态计数。\n\n",
+      "| 模块 | 算子 | 候选 | 需前置改造 | 不适用 | 无融合算子 |\n|---|---|---:|---:|---:|---:|\n",
+      "\n## 模型\n\n",
+      "融合机会写作 模块/算子（状态，候选数）：C 候选，P 需前置改造，NA 不适用，none 无融合算子。\n\n",
+      "| 模型 | C | P | NA | none | 融合机会 |\n|---|---:|---:|---:|---:|---|\n",
+      "失败（见下文）",
+      "\n## 失败的模型\n\n",
+      "| 模型 | 错误 |\n|---|---|\n"};
+  return zh ? zh_words : en;
+}
+
+}  // namespace
+
+std::string summary_markdown(const nlohmann::json& s, const std::string& lang) {
+  const SummaryWords& w = summary_words(lang == "zh");
+  const auto& n = s["counts"];
+  std::string md = fmt::format(fmt::runtime(w.title), s["root"].get<std::string>());
+  md += fmt::format(fmt::runtime(w.counts), n["models"].get<size_t>(), n["analysed"].get<size_t>(),
+                    n["cached"].get<size_t>(), n["failed"].get<size_t>());
+
+  md += w.opportunities;
+  md += w.opportunities_note;
+  md += w.opportunity_header;
   for (const auto& o : s["opportunities"]) {
     const auto& m = o["models"];
     md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", md_cell(o["module"]), md_cell(o["api"]),
@@ -135,13 +175,12 @@ std::string summary_markdown(const nlohmann::json& s) {
                       m["not_applicable"].get<int>(), m["no_fused_op"].get<int>());
   }
 
-  md += "\n## Models\n\n";
-  md += "Opportunities as module/API (status, candidates): C candidate, P with prerequisites, NA not applicable, "
-        "none no fused op.\n\n";
-  md += "| model | C | P | NA | none | opportunities |\n|---|---:|---:|---:|---:|---|\n";
+  md += w.models;
+  md += w.models_note;
+  md += w.model_header;
   for (const auto& m : s["models"]) {
     if (m["state"] == "failed") {
-      md += fmt::format("| {} | | | | | failed (see below) |\n", md_cell(m["name"]));
+      md += fmt::format("| {} | | | | | {} |\n", md_cell(m["name"]), w.failed_cell);
       continue;
     }
     const auto& st = m["statuses"];
@@ -156,7 +195,8 @@ std::string summary_markdown(const nlohmann::json& s) {
   }
 
   if (!s["failures"].empty()) {
-    md += "\n## Failed models\n\n| model | error |\n|---|---|\n";
+    md += w.failed;
+    md += w.failed_header;
     for (const auto& f : s["failures"]) md += fmt::format("| {} | {} |\n", md_cell(f["model"]), md_cell(f["error"]));
   }
   return md;

@@ -31,6 +31,7 @@ ScanCounts count_rows(const std::vector<nlohmann::json>& rows);
 // `rows` sorted by model name. The JSON form is described in docs/scan.md;
 // the Markdown is rendered from it, so both always agree.
 nlohmann::json summary_json(const std::string& root, const std::vector<nlohmann::json>& rows);
-std::string summary_markdown(const nlohmann::json& summary);
+// In English, or in Chinese with lang "zh" (the plans' --lang).
+std::string summary_markdown(const nlohmann::json& summary, const std::string& lang = "en");
 
 }  // namespace npufuse::scan

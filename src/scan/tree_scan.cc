@@ -102,7 +102,7 @@ ScanReport run_tree_scan(const ScanOptions& o) {
   report.summary = summary_json(o.root, rows);
   report.counts = count_rows(rows);
   write_file_atomic((fs::path(o.out_dir) / "summary.json").string(), report.summary.dump(2) + "\n");
-  write_file_atomic((fs::path(o.out_dir) / "summary.md").string(), summary_markdown(report.summary));
+  write_file_atomic((fs::path(o.out_dir) / "summary.md").string(), summary_markdown(report.summary, o.lang));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -77,6 +77,15 @@ TEST(SummaryMarkdown, TablesOfOpportunitiesModelsAndFailures) {
   EXPECT_NE(md.find("| gamma | gamma/model.py:3:7: invalid syntax |"), std::string::npos) << md;
 }
 
+TEST(SummaryMarkdown, ChineseSummaryHasTheSameTables) {
+  std::string md = summary_markdown(summary_json("root", rows()), "zh");
+  EXPECT_NE(md.find("共3个模型目录：本次分析2个，从缓存读取1个，失败1个。"), std::string::npos) << md;
+  EXPECT_NE(md.find("## 融合机会"), std::string::npos) << md;
+  EXPECT_NE(md.find("| norm | npu_rms_norm | 1 | 1 | 0 | 0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| gamma | | | | | 失败（见下文） |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("model folders"), std::string::npos) << md;
+}
+
 TEST(SummaryMarkdown, PipesInNamesDoNotBreakTheTable) {
   std::string md = summary_markdown(summary_json("root", {model_row(broken("a|b", "x|y"))}));
   EXPECT_NE(md.find("| a\\|b | x\\|y |"), std::string::npos) << md;
