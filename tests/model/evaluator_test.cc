@@ -30,6 +30,27 @@ class EvaluatorTest : public ::testing::Test {
   ClassInstance instance_;
 };
 
+// A configuration class whose field is computed from a constructor argument
+// of the same name (wav2vec2's `self.conv_dim = list(conv_dim)`): reading it
+// reads itself. The evaluator must stop at its depth limit, not overflow the
+// stack, and the fields around it still evaluate.
+TEST_F(EvaluatorTest, ConfigFieldDerivedFromItsOwnNameEnds) {
+  const char* config_class =
+      "class AudioConfig(PretrainedConfig):\n"
+      "    def __init__(self, conv_dim=(512, 512, 512), hidden_size=768, **kwargs):\n"
+      "        self.conv_dim = list(conv_dim)\n"
+      "        self.num_feat_extract_layers = len(self.conv_dim)\n"
+      "        self.hidden_size = hidden_size\n";
+  SymValue layers = eval(config_class, "config.num_feat_extract_layers");
+  EXPECT_FALSE(layers.text.empty());
+  SymValue last = eval(config_class, "config.conv_dim[-1]");
+  EXPECT_FALSE(last.text.empty());
+  nlohmann::json cfg = {{"hidden_size", 1024}};
+  SymValue hidden = eval(config_class, "config.hidden_size * 2", &cfg);
+  ASSERT_TRUE(hidden.is_known());
+  EXPECT_EQ(hidden.value, 2048);
+}
+
 TEST_F(EvaluatorTest, ConfigFieldsStaySymbolicWithoutConfig) {
   SymValue v = eval("", "config.num_key_value_heads * config.head_dim");
   EXPECT_FALSE(v.is_known());
