@@ -16,12 +16,27 @@ const std::vector<int>& MatchMemo::Walks::starts_of(size_t pattern) const {
 
 namespace {
 
+// The key is built for every graph of a scan, so it is appended by hand
+// (format_int, raw bytes) rather than through format strings.
+void put_int(fmt::memory_buffer& out, long long v) {
+  fmt::format_int digits(v);
+  out.append(digits.data(), digits.data() + digits.size());
+}
+
 // Length-prefixed, so that no two different graphs give the same text.
-void put(fmt::memory_buffer& out, std::string_view s) { fmt::format_to(std::back_inserter(out), "{}:{}", s.size(), s); }
+void put(fmt::memory_buffer& out, std::string_view s) {
+  put_int(out, static_cast<long long>(s.size()));
+  out.push_back(':');
+  out.append(s.data(), s.data() + s.size());
+}
 
 void put(fmt::memory_buffer& out, const std::vector<int>& ids) {
-  fmt::format_to(std::back_inserter(out), "[{}", ids.size());
-  for (int id : ids) fmt::format_to(std::back_inserter(out), ",{}", id);
+  out.push_back('[');
+  put_int(out, static_cast<long long>(ids.size()));
+  for (int id : ids) {
+    out.push_back(',');
+    put_int(out, id);
+  }
   out.push_back(']');
 }
 
@@ -32,14 +47,21 @@ std::string MatchMemo::key_of(const model::FunctionDataflow& g, const MatchOptio
   fmt::format_to(std::back_inserter(out), "share {} early {};", options.near_miss_min_share, options.rule_out_early ? 1 : 0);
   for (const model::DataflowValue& v : g.values) {
     put(out, v.name);
-    fmt::format_to(std::back_inserter(out), "<{};", v.producer);
+    out.push_back('<');
+    put_int(out, v.producer);
+    out.push_back(';');
   }
   for (const model::DataflowOp& op : g.ops) {
-    fmt::format_to(std::back_inserter(out), "{}|{}{}|", static_cast<int>(op.cls), op.in_place ? 'i' : '-', op.unresolved ? 'u' : '-');
+    put_int(out, static_cast<int>(op.cls));
+    out.push_back('|');
+    out.push_back(op.in_place ? 'i' : '-');
+    out.push_back(op.unresolved ? 'u' : '-');
+    out.push_back('|');
     put(out, op.name);
     put(out, op.condition);
     put(out, op.scope);
-    fmt::format_to(std::back_inserter(out), "a{}", op.attrs.size());
+    out.push_back('a');
+    put_int(out, static_cast<long long>(op.attrs.size()));
     for (const std::string& a : op.attrs) put(out, a);
     put(out, op.inputs);
     put(out, op.outputs);
