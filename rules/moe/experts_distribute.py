@@ -154,6 +154,16 @@ def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weig
     return routed
 
 
+def search_id_compare_new_axis(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+    # Ids compared as in search_id_compare, the weight's trailing axis added by indexing with None.
+    routed = torch.zeros_like(tokens)
+    for e in range(num_experts):
+        tok, slot = torch.where(expert_ids == e)
+        hidden = F.silu(F.linear(tokens[tok], gate_weights[e])) * F.linear(tokens[tok], up_weights[e])
+        routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot, None]
+    return routed
+
+
 def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
     # The mask laid out [E, T, K]: torch.where gives (token, slot), the weights are read per pair.
     combined = torch.zeros_like(tokens)
@@ -164,6 +174,20 @@ def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, u
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
         combined.index_add_(0, token_idx, out)
+    return combined
+
+
+def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+    # The output allocated from the token and hidden sizes (torch.zeros((T, H), ...)) rather than zeros_like.
+    rows, width = tokens.shape
+    combined = torch.zeros((rows, width), dtype=tokens.dtype, device=tokens.device)
+    expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 1, 0)
+    for e in range(num_experts):
+        slot, token_idx = torch.where(expert_mask[e])
+        picked = tokens[token_idx]
+        hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
+        out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
+        combined.index_add_(0, token_idx, out.to(tokens.dtype))
     return combined
 
 

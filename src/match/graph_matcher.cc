@@ -634,7 +634,41 @@ class Walk {
     return same_kind(P, T) || same_tensor_sequence(P, T);
   }
 
+  // The pattern loops over every id (`for e in range(n)`); the model over
+  // some of them: a slice `range(a, b)` (one rank's experts), or a tensor of
+  // ids computed from what the loop body reads (`(mask.sum(...) > 0)
+  // .nonzero()`: the experts some token chose; the others add nothing). A
+  // tensor of ids needs `n` bound elsewhere, the slice leaves it unbound (the
+  // plan names what its rewrite needs, plan/candidate_builder).
+  bool loop_over_some_ids(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    if (P.inputs.size() != 1 || T.outputs.size() != 1) return false;
+    const std::vector<int>& readers = pattern_readers(P.outputs[0]);
+    if (readers.empty() || !std::all_of(readers.begin(), readers.end(), [&](int r) { return pg_.ops[static_cast<size_t>(r)].name == "iterate"; }))
+      return false;
+    bool slice = T.name == "range" && T.inputs.size() == 2 && T.cls == OpClass::Compute;
+    if (!slice) {
+      int count = through_casts(pg_, P.inputs[0]);
+      bool bound = pg_.producer_of(count).cls == OpClass::Input && s_.param_value[static_cast<size_t>(count)] >= 0;
+      if (!bound || T.cls != OpClass::Compute || T.name == "range") return false;
+      bool from_walk = std::any_of(s_.claimed.begin(), s_.claimed.end(), [&](int op) {
+        const DataflowOp& C = tg_.ops[static_cast<size_t>(op)];
+        return std::any_of(C.outputs.begin(), C.outputs.end(), [&](int v) { return depends_on(T.outputs[0], v); });
+      });
+      if (!from_walk) return false;
+    }
+    map_op(P.id, T.id);
+    s_.claimed.push_back(T.id);
+    s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+    ++s_.matched;
+    return true;
+  }
+
   bool pair(const DataflowOp& P, const DataflowOp& T, int tv, size_t out_index, const std::vector<int>& passed) {
+    if (P.name == "range" && !(T.name == "range" && T.inputs.size() == P.inputs.size())) {
+      Checkpoint saved = mark();
+      if (loop_over_some_ids(P, T, passed)) return true;
+      rollback(saved);
+    }
     const bool agree = kinds_agree(P, T);
     if (!agree && has_other_spellings(P.name)) {
       Checkpoint saved = mark();

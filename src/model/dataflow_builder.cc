@@ -239,6 +239,7 @@ class Builder {
       loop(std::string("for ") + std::string(file_->text_of(f->target)) + " in " + std::string(file_->text_of(f->iter)), s,
            [&] {
              int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
+             if (rows_of_nonzero(iter)) one_element_ids_.insert(element);
              store(f->target, element, f);
              statements(f->body);
            });
@@ -279,6 +280,85 @@ class Builder {
     auto after_else = env_;
     merge(before, after_then, after_else, i);
     merge_callees(callees_then, callees_, cond, "not (" + cond + ")");
+  }
+
+  // A parameter its module's __init__ sets to None when a flag of the
+  // constructor is off (`self.bias = nn.Parameter(...) if bias else None`;
+  // `if bias: ... else: self.register_parameter("bias", None)`), in the
+  // instance whose forward is inlined, built with that flag off
+  // (`Linear(dim, inter)`, `bias` left at its default False).
+  bool none_in_this_instance(const std::string& attr) const {
+    if (!instance_ || !cls_) return false;
+    const ClassDecl* owner = nullptr;
+    const ast::FunctionDef* init = find_method(sources_, *cls_, "__init__", &owner);
+    if (!init) return false;
+    auto flag = [&](const ast::expr* test) -> std::optional<bool> {
+      auto* n = ast::as<ast::Name>(test);
+      if (!n) return std::nullopt;
+      auto it = instance_->bindings.find(std::string(n->id));
+      if (it == instance_->bindings.end() || !it->second.is_known()) return std::nullopt;
+      const nlohmann::json& v = it->second.value;
+      if (v.is_boolean()) return v.get<bool>();
+      if (v.is_null()) return false;
+      return std::nullopt;
+    };
+    auto is_none = [](const ast::expr* e) {
+      auto* k = ast::as<ast::Constant>(e);
+      return k && k->value.kind == ast::ConstantKind::None;
+    };
+    auto sets_self_attr = [&](const ast::expr* target) {
+      auto* t = ast::as<ast::Attribute>(target);
+      auto* base = t ? ast::as<ast::Name>(t->value) : nullptr;
+      return base && base->id == "self" && t->attr == attr;
+    };
+    // The branch sets the attribute to None (or registers it as None).
+    auto sets_none = [&](const Span<ast::stmt*>& body) {
+      for (const ast::stmt* st : body) {
+        if (auto* as = ast::as<ast::Assign>(st))
+          for (const ast::expr* t : as->targets)
+            if (sets_self_attr(t) && is_none(as->value)) return true;
+        if (auto* ex = ast::as<ast::Expr>(st))
+          if (auto* c = ast::as<ast::Call>(ex->value))
+            if (auto* f = ast::as<ast::Attribute>(c->func); f && f->attr == "register_parameter" && c->args.size == 2 &&
+                                                             is_none(c->args[1]))
+              if (auto* name = ast::as<ast::Constant>(c->args[0]);
+                  name && name->value.kind == ast::ConstantKind::Str && ast::constant_string(name->value) == attr)
+                return true;
+      }
+      return false;
+    };
+    for (const ast::stmt* st : init->body) {
+      if (auto* as = ast::as<ast::Assign>(st)) {
+        auto* pick = ast::as<ast::IfExp>(as->value);
+        if (!pick || as->targets.size != 1 || !sets_self_attr(as->targets[0])) continue;
+        std::optional<bool> on = flag(pick->test);
+        if (on && ((!*on && is_none(pick->orelse)) || (*on && is_none(pick->body)))) return true;
+      } else if (auto* i = ast::as<ast::If>(st)) {
+        std::optional<bool> on = flag(i->test);
+        if (on && sets_none(*on ? i->body : i->orelse)) return true;
+      }
+    }
+    return false;
+  }
+
+  // `x.nonzero()` of a 1-D x (no as_tuple): an [n, 1] tensor whose rows, the
+  // elements a loop over it visits, each hold one index.
+  bool rows_of_nonzero(int iter) const {
+    const DataflowOp& p = g_.producer_of(iter);
+    if (p.name != "nonzero" || p.cls != OpClass::Compute) return false;
+    return std::none_of(p.attrs.begin(), p.attrs.end(), [](const std::string& a) { return a == "as_tuple="; });
+  }
+
+  // `t[i].squeeze(0)` where `i` holds one index as a tensor of shape [1]
+  // (a row of `nonzero()`): the leading axis of 1 that indexing by a
+  // tensor keeps is dropped again, so it is `t[i]` read with an integer.
+  bool squeezes_one_element_index(const std::vector<int>& ins) const {
+    if (ins.empty() || ins.size() > 2) return false;
+    const DataflowOp& p = g_.producer_of(ins[0]);
+    if (p.name != "getitem" || p.inputs.size() != 2 || !one_element_ids_.count(p.inputs[1])) return false;
+    if (ins.size() == 1) return true;
+    const DataflowOp& axis = g_.producer_of(ins[1]);
+    return axis.cls == OpClass::Constant && !axis.attrs.empty() && axis.attrs[0] == "0";
   }
 
   template <class Body>
@@ -534,6 +614,7 @@ class Builder {
     if (auto* a = ast::as<ast::Attribute>(e)) return attribute(a);
     if (auto* s = ast::as<ast::Subscript>(e)) {
       int base = expr(s->value);
+      if (int v = leading_new_axes(s, base); v >= 0) return v;
       int index = expr(s->slice);
       return emit_value("getitem", OpClass::Slice, {base, index}, {}, e);
     }
@@ -569,6 +650,29 @@ class Builder {
     return emit_value("opaque", OpClass::Call, ins, {std::string(ast::kind_name(e->kind))}, e);
   }
 
+  // `x[None, idx]`: new leading axes, then one index into x's first axis. It
+  // is `x[idx]` with the axes added after, written so that the index reads
+  // like any other `x[idx]` (HF Mixtral's expert rows).
+  // -1: not that form.
+  int leading_new_axes(const ast::Subscript* s, int base) {
+    auto* t = ast::as<ast::Tuple>(s->slice);
+    if (!t || t->elts.size < 2) return -1;
+    size_t nones = 0;
+    while (nones < t->elts.size) {
+      auto* k = ast::as<ast::Constant>(t->elts[nones]);
+      if (!k || k->value.kind != ast::ConstantKind::None) break;
+      ++nones;
+    }
+    if (nones == 0 || nones + 1 != t->elts.size) return -1;
+    const ast::expr* index = t->elts[nones];
+    // A slice or a literal (`x[None, :]`, a broadcast) keeps its own spelling.
+    if (ast::as<ast::Slice>(index) || ast::as<ast::Constant>(index)) return -1;
+    int v = emit_value("getitem", OpClass::Slice, {base, expr(index)}, {}, s);
+    // The new axes only reshape the rows picked: a reshape, which a chain
+    // reading the rows (`.reshape(-1, hidden)` after it) looks through.
+    return emit_value("reshape", OpClass::View, {v}, {""}, s);
+  }
+
   int sequence(const char* name, const Span<ast::expr*>& elts, const ast::Node* at) {
     std::vector<int> ins;
     for (const ast::expr* x : elts) ins.push_back(expr(x));
@@ -578,7 +682,10 @@ class Builder {
   int attribute(const ast::Attribute* a) {
     std::string attr(a->attr);
     if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self") {
-      if (cls_ && lookup_ && lookup_->is_parameter(*cls_, attr)) return parameter_read(self_path_ + "." + attr, a);
+      if (cls_ && lookup_ && lookup_->is_parameter(*cls_, attr)) {
+        if (none_in_this_instance(attr)) return emit_value("const", OpClass::Constant, {}, {"None"}, a);
+        return parameter_read(self_path_ + "." + attr, a);
+      }
       return emit_value(self_path_ + "." + attr, OpClass::Attribute, {}, {}, a);
     }
     if (auto* n = ast::as<ast::Name>(a->value)) {
@@ -633,6 +740,7 @@ class Builder {
       labels.push_back("");
       arguments(c, ins, labels);
       if (a->attr == "square" || a->attr == "square_") implicit_exponent_two(ins, labels, c);
+      if (a->attr == "squeeze" && squeezes_one_element_index(ins)) return ins[0];
       CanonicalOp op = canonical_call(a->attr);
       OpClass cls = is_cast(op.name) ? OpClass::Cast : is_view(op.name) ? OpClass::View : OpClass::Compute;
       if (op.name == "update" || op.name == "append" || op.name == "get_seq_length") cls = OpClass::Call;
@@ -753,7 +861,11 @@ class Builder {
     if (ctor->local) {
       const ast::FunctionDef* fwd = find_method(sources_, *ctor->local, "forward", &owner);
       if (!fwd || !can_inline(fwd)) return -1;
-      return inline_function(*fwd, *owner->file, ins, labels, path, ctor->local, c);
+      const ModuleCtor* saved_instance = instance_;
+      instance_ = ctor;
+      int v = inline_function(*fwd, *owner->file, ins, labels, path, ctor->local, c);
+      instance_ = saved_instance;
+      return v;
     }
     // A known layer: its computation under its canonical name, reading its weight.
     static const std::map<std::string, std::string> layers = {
@@ -904,6 +1016,8 @@ class Builder {
   CalleeEnv callees_;                    // locals that hold functions
   std::map<int, std::string> self_values_;  // values that are a module (`self` passed on), with its path
   std::map<std::string, int> element_index_;
+  std::set<int> one_element_ids_;
+  const ModuleCtor* instance_ = nullptr;  // the module instance whose forward is being inlined  // loop elements that are one index held in a [1] tensor
   std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call  // "self.experts[]" -> the value its element was picked by
   std::vector<std::string> conditions_;
 };

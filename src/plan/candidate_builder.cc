@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -140,6 +141,51 @@ void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
 
+// A loop of the match over a slice of the ids, `range(start, end)` (one
+// rank's experts, the other ranks' partial sums meeting in an all-reduce),
+// where the rule's loop covers them all: the matcher accepts it, and the
+// rewrite has to carry the slice. Empty: no such loop.
+std::optional<PrerequisiteItem> id_slice_prerequisite(const rules::Rule& rule, const MatchSite& site, const Location& at) {
+  const model::FunctionDataflow& g = *site.match.target;
+  for (int id : site.match.ops) {
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
+    if (op.name != "range" || op.cls != model::OpClass::Compute || op.inputs.size() != 2) continue;
+    auto spelled = [&](int v) {
+      const model::DataflowOp& p = g.producer_of(v);
+      if (p.cls == model::OpClass::Attribute && p.inputs.empty()) return p.name;  // self.experts_start_idx
+      if (p.cls == model::OpClass::Constant && !p.attrs.empty()) return p.attrs[0];
+      const std::string& name = g.values[static_cast<size_t>(v)].name;
+      return name.empty() ? value_text(g, v) : name;
+    };
+    std::string start = spelled(op.inputs[0]), end = spelled(op.inputs[1]);
+    if (rule.module != "moe_experts")
+      return PrerequisiteItem{
+          "loop_id_slice",
+          fmt::format("The loop (line {}) visits only range({}, {}) while the rule's loop covers every id: restrict "
+                      "the replacement to that slice first.",
+                      op.line, start, end),
+          fmt::format("第{}行的循环只遍历range({}, {})，而规则的循环覆盖全部编号：需先把替换限制在这一段。", op.line, start,
+                      end),
+          false, Location{at.file, op.line, op.line}};
+    return PrerequisiteItem{
+        "expert_id_slice",
+        fmt::format("The loop (line {}) visits only the experts range({}, {}), the slice one rank owns when the "
+                    "experts are sharded (the ranks' partial sums then meet in an all-reduce); the replacement as "
+                    "written covers every expert. Pass expert_num = all "
+                    "experts and active_expert_range = [{}, {}) to npu_moe_init_routing_v2, stack only these experts' "
+                    "weights and keep the all-reduce; with the MC2 dispatch/combine the exchange takes the "
+                    "all-reduce's place (ep_rank_id picks the slice), so remove it.",
+                    op.line, start, end, start, end),
+        fmt::format("第{}行的循环只遍历专家range({}, {})，即专家分片时本rank拥有的一段（各rank的部分和随后由all-reduce相加）；"
+                    "替换写法按全部专家编写。需向npu_moe_init_routing_v2传入expert_num = 全部专家数、"
+                    "active_expert_range = [{}, {})，只堆叠这些专家的权重并保留all-reduce；"
+                    "使用MC2 dispatch/combine时由其通信取代all-reduce（ep_rank_id决定这一段），需去掉all-reduce。",
+                    op.line, start, end, start, end),
+        false, Location{at.file, op.line, op.line}};
+  }
+  return std::nullopt;
+}
+
 void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c) {
   for (const CheckResult& r : c.checks) {
     if (r.answer == check::Answer::Violated && r.severity == "error") add_unique(c.blocking, blocking_text(r));
@@ -157,6 +203,7 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
   }
   for (const rules::Prerequisite& p : rule.prerequisites)
     c.prerequisites.push_back(PrerequisiteItem{p.id, p.en, p.zh, p.mechanical, c.location});
+  if (std::optional<PrerequisiteItem> slice = id_slice_prerequisite(rule, site, c.location)) c.prerequisites.push_back(*slice);
   // A value the chain computes that something else also reads: the fused
   // operator will not produce it, so that use must change first.
   for (const match::Escape& e : site.match.escapes) {
