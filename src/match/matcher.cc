@@ -105,6 +105,37 @@ std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v
   return packer.outputs;
 }
 
+// Whether what `reader` computes only steers the chain's own loop or is
+// never used: plumbing that goes with the chain (Mixtral's hit list
+// `mask.sum(...) > 0` that the expert loop iterates, the `self.experts[idx]`
+// pick whose call is inlined). Feeding any other op of the match is a real
+// use (a mask applied between two matched ops on one branch), as is anything
+// returned, written in place, stored or handed to an opaque call, or a
+// closure too large to follow.
+bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>& inside) {
+  std::vector<int> todo = {reader};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    int id = todo.back();
+    todo.pop_back();
+    if (inside.count(id)) {
+      if (t.g.ops[static_cast<size_t>(id)].name != "iterate") return false;
+      continue;
+    }
+    if (!seen.insert(id).second) continue;
+    if (seen.size() > 32) return false;
+    const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
+    if (op.in_place || op.cls == model::OpClass::Call || op.cls == model::OpClass::Module || op.name == "setattr" ||
+        op.name == "setitem")
+      return false;
+    for (int out : op.outputs) {
+      if (t.returned[static_cast<size_t>(out)]) return false;
+      for (int next : t.readers[static_cast<size_t>(out)]) todo.push_back(next);
+    }
+  }
+  return true;
+}
+
 std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors) {
   std::vector<Escape> out;
   std::set<int> inside(ops.begin(), ops.end());
@@ -131,6 +162,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
             }
             continue;
           }
+          if (feeds_only_the_match(t, r, inside)) continue;
           out.push_back({v, r, use_text(t.g, reader, v), reader.line});
         }
       }

@@ -95,6 +95,35 @@ TEST(Matcher, IntermediateReadOutsideTheMatchEscapes) {
   EXPECT_EQ(r.matches[0].escapes[0].how, "returned");
 }
 
+// A read that only steers control flow (`if r.numel() == 0`) goes with the
+// chain; a value computed from the chain and fed back into it on one branch
+// (a mask) is a real use the fused call would lose.
+TEST(Matcher, ControlReadsAreNoEscapeButAFedBackBranchIs) {
+  auto rule = text_rule("t.norm", kNorm);
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto steering = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    if r.numel() == 0:\n"
+      "        print('empty')\n"
+      "    return g * (h * r).to(a.dtype)\n");
+  MatchResult quiet = match_patterns(ps, steering->graph);
+  ASSERT_EQ(quiet.matches.size(), 1u) << steering->graph.dump();
+  EXPECT_TRUE(quiet.matches[0].escapes.empty()) << quiet.matches[0].escapes[0].how;
+  auto fed_back = function_graph(
+      "def f(a, g, eps, clip):\n"
+      "    h = a.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    if clip:\n"
+      "        r = r.clamp(max=1.0)\n"
+      "    return g * (h * r).to(a.dtype)\n");
+  MatchResult loud = match_patterns(ps, fed_back->graph);
+  ASSERT_EQ(loud.matches.size(), 1u) << fed_back->graph.dump();
+  ASSERT_EQ(loud.matches[0].escapes.size(), 1u);
+  EXPECT_NE(loud.matches[0].escapes[0].how.find("clamp"), std::string::npos) << loud.matches[0].escapes[0].how;
+}
+
 TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
   auto rule = text_rule("t.norm", kNorm);
   std::vector<Pattern> ps = compile_rule(rule->rule);
