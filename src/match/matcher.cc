@@ -136,7 +136,38 @@ bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
   return true;
 }
 
-std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors) {
+// The clauses of a condition joined by a top-level " and ".
+std::vector<std::string> clauses_of(const std::string& condition) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < condition.size(); ++i) {
+    char ch = condition[i];
+    if (ch == '(' || ch == '[' || ch == '{') ++depth;
+    if (ch == ')' || ch == ']' || ch == '}') --depth;
+    if (depth == 0 && condition.compare(i, 5, " and ") == 0) {
+      out.push_back(condition.substr(start, i - start));
+      start = i + 5;
+      i += 4;
+    }
+  }
+  if (!condition.empty()) out.push_back(condition.substr(start));
+  return out;
+}
+
+// Whether code under `condition` never runs together with a match that
+// needs `branches` (the other arm of one of its `if`s).
+bool on_another_arm(const std::string& condition, const std::vector<std::string>& branches) {
+  if (condition.empty() || branches.empty()) return false;
+  for (const std::string& clause : clauses_of(condition))
+    for (const std::string& branch : branches)
+      for (const std::string& b : clauses_of(branch))
+        if (clause == "not (" + b + ")" || b == "not (" + clause + ")") return true;
+  return false;
+}
+
+std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors,
+                               const std::vector<std::string>& branches) {
   std::vector<Escape> out;
   std::set<int> inside(ops.begin(), ops.end());
   for (int id : ops) {
@@ -162,7 +193,9 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
             }
             continue;
           }
-          if (feeds_only_the_match(t, r, inside)) continue;
+          // A read on the other arm of an `if` the match goes through
+          // happens only when the match's chain does not run.
+          if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside)) continue;
           out.push_back({v, r, use_text(t.g, reader, v), reader.line});
         }
       }
@@ -425,7 +458,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     });
     if (contradictory) return true;
     for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
-    m.escapes = escapes_of(index, ops, a.anchors);
+    m.escapes = escapes_of(index, ops, a.anchors, branches);
     m.spans = spans_of(target, ops);
     m.hints = hints_for(p, target);
     m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;

@@ -411,7 +411,7 @@ class Builder {
       std::string id(n->id);
       if (auto it = callees_.find(id); it != callees_.end()) return it->second;
       if (!module_level(id)) return {};
-      if (const FunctionDecl* f = sources_.find_function(id)) return {Callee{f, id, "", ""}};
+      if (const FunctionDecl* f = sources_.find_function(id)) return {Callee{f, id, "", "", "", ""}};
       return {};
     }
     if (auto* a = ast::as<ast::Attribute>(e)) {

@@ -175,11 +175,6 @@ const char* cmp_symbol(ast::cmpop op) {
   return "?";
 }
 
-std::string text_or_source(const SymValue& v, const ModelFile* f, const ast::expr* e) {
-  if (!v.text.empty()) return v.text;
-  return f ? std::string(f->text_of(e)) : std::string();
-}
-
 }  // namespace
 
 std::optional<bool> python_truth(const SymValue& v) {

@@ -124,6 +124,25 @@ TEST(Matcher, ControlReadsAreNoEscapeButAFedBackBranchIs) {
   EXPECT_NE(loud.matches[0].escapes[0].how.find("clamp"), std::string::npos) << loud.matches[0].escapes[0].how;
 }
 
+// The match holds on its arm of an `if`; the other arm reading the same
+// intermediate never runs with it, so that read is no escape.
+TEST(Matcher, ReadOnTheOtherArmIsNoEscape) {
+  auto rule = text_rule("t.gate", "def search(x):\n    return torch.exp(torch.sigmoid(x))\n");
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(a, flag):\n"
+      "    s = torch.sigmoid(a)\n"
+      "    if flag:\n"
+      "        out = torch.exp(s)\n"
+      "    else:\n"
+      "        out = s * 2\n"
+      "    return out\n");
+  MatchResult r = match_patterns(ps, t->graph);
+  ASSERT_EQ(r.matches.size(), 1u) << t->graph.dump();
+  EXPECT_EQ(r.matches[0].condition, "flag");
+  EXPECT_TRUE(r.matches[0].escapes.empty()) << r.matches[0].escapes[0].how;
+}
+
 TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
   auto rule = text_rule("t.norm", kNorm);
   std::vector<Pattern> ps = compile_rule(rule->rule);
