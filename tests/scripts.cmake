@@ -85,6 +85,7 @@ set_tests_properties(html_report_browser PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE
 # `npufuse verify` and the `apply --verify` loop (docs/verify.md): the llama-like
 # plan verified on CPU (every candidate passes, the whole patched model matches);
 # a rules copy with a broken norm.rms_norm replace rolled back with its numbers;
+# a broken rope.rope_half rolled back and its plan alternative kept in its place;
 # apply --verify on every test model, nothing rolled back, kept sets matching at
 # model level.
 add_test(NAME verify_llama_like
@@ -95,6 +96,10 @@ add_test(NAME apply_verify_wrong_replacement
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case wrong)
 set_tests_properties(apply_verify_wrong_replacement PROPERTIES TIMEOUT 900)
+add_test(NAME apply_verify_alternative
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case alternative)
+set_tests_properties(apply_verify_alternative PROPERTIES TIMEOUT 900)
 foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style llama_like qwen3_like
                qwen3_moe_like vllm_style)
   add_test(NAME apply_verify_${_model}

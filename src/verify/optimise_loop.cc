@@ -17,19 +17,16 @@ VerifyReport optimise(const VerifyOptions& options) {
   report.settings = {"apply --verify", options.plan_path, options.device, options.batch, options.seq, session.dtype()};
   std::string work = (fs::path(options.out_dir) / "verify").string();
   std::vector<std::string> kept;
-  for (const plan::Candidate* c : session.applicable()) {
-    CandidateRun run = check_candidate(session, *c, kept, work);
+  // One candidate (or an alternative in its place) patched on top of the
+  // kept ones and judged: kept, rolled back with its evidence, or manual.
+  auto judge = [&](CandidateRun& run) {
     CandidateVerdict& v = run.verdict;
-    if (!v.status.empty()) {
-      report.candidates.push_back(std::move(v));
-      continue;
-    }
+    if (!v.status.empty()) return;
     report.written.push_back(v.harness);
     if (!v.applied) {
       v.status = "manual";
       v.conclusion = "not applied (see the manual steps); the fusion itself: " + precision_words(v.precision);
-      report.candidates.push_back(std::move(v));
-      continue;
+      return;
     }
     for (const auto& [original, copy] : run.copies) {
       std::string before = read_file(original), after = read_file(copy);
@@ -50,7 +47,33 @@ VerifyReport optimise(const VerifyOptions& options) {
       if (!model_ok) why.push_back(model_check_words(*v.model_check));
       v.conclusion = fmt::format("rolled back: {}", fmt::join(why, "; "));
     }
+  };
+  for (const plan::Candidate* c : session.applicable()) {
+    CandidateRun run = check_candidate(session, *c, kept, work);
+    judge(run);
+    CandidateVerdict v = std::move(run.verdict);
+    std::vector<CandidateVerdict> tried;
+    // The preferred rewrite failed or needs hand work: the plan's other
+    // rules for the same chain are tried in its place, in the plan's order,
+    // until one is kept.
+    if (v.status == "rolled_back" || v.status == "manual") {
+      for (size_t i = 0; i < c->alternatives.size(); ++i) {
+        const plan::Candidate& alt = c->alternatives[i];
+        AlternativeNote* note = i < v.alternatives.size() ? &v.alternatives[i] : nullptr;
+        if (note && !applicable_status(alt.status)) continue;
+        CandidateRun alt_run = check_candidate(session, alt, kept, work);
+        judge(alt_run);
+        if (note) note->outcome = "tried in its place: " + alt_run.verdict.status + ": " + alt_run.verdict.conclusion;
+        bool alt_kept = alt_run.verdict.status == "kept";
+        tried.push_back(std::move(alt_run.verdict));
+        if (alt_kept) {
+          v.conclusion += fmt::format("; alternative {} kept in its place", alt.id);
+          break;
+        }
+      }
+    }
     report.candidates.push_back(std::move(v));
+    for (CandidateVerdict& t : tried) report.candidates.push_back(std::move(t));
   }
   if (kept.empty()) {
     report.notes.push_back("no candidate was kept: nothing written under --out besides the report and harnesses");

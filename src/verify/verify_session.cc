@@ -16,13 +16,14 @@
 #include "verify/python_runner.h"
 
 namespace npufuse::verify {
-namespace {
-
-namespace fs = std::filesystem;
 
 bool applicable_status(plan::Status s) {
   return s == plan::Status::Candidate || s == plan::Status::CandidateWithPrerequisites;
 }
+
+namespace {
+
+namespace fs = std::filesystem;
 
 std::string absolute_path(const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); }
 
@@ -75,8 +76,11 @@ std::vector<const plan::Candidate*> VerifySession::applicable() const {
 }
 
 const plan::Candidate* VerifySession::located(const std::string& id) const {
-  for (const plan::Candidate& c : analysis_.plan.candidates)
+  for (const plan::Candidate& c : analysis_.plan.candidates) {
     if (c.id == id) return &c;
+    for (const plan::Candidate& alt : c.alternatives)
+      if (alt.id == id) return &alt;
+  }
   return nullptr;
 }
 
@@ -182,7 +186,8 @@ CandidateVerdict VerifySession::start_verdict(const plan::Candidate& recorded) c
   v.apis = recorded.apis;
   for (const plan::Candidate& alt : recorded.alternatives)
     v.alternatives.push_back({alt.id, plan::status_name(alt.status),
-                              "not tried: apply takes the plan's top-level candidates only, not an alternative by id"});
+                              applicable_status(alt.status) ? "not tried: the preferred candidate was kept"
+                                                            : "not tried: the plan does not offer it"});
   return v;
 }
 

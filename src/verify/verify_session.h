@@ -26,6 +26,10 @@ struct VerifyOptions {
   int64_t max_elements = 50'000'000;  // input elements a CPU harness may build
 };
 
+// The statuses whose rewrite a verify run tries: candidate and
+// candidate_with_prerequisites.
+bool applicable_status(plan::Status s);
+
 class VerifySession {
  public:
   explicit VerifySession(VerifyOptions options);

@@ -6,6 +6,9 @@
 --case wrong   a copy of rules/ whose norm.rms_norm replace drops the weight: apply
                --verify must roll that candidate back with its numbers, keep the others,
                and the kept patch must not contain the broken rewrite.
+--case alternative  a copy of rules/ whose rope.rope_half replace swaps cos and sin:
+               apply --verify must roll it back and keep its plan alternative
+               rope.rope_half_rotary_mul in its place, saying so.
 --case models  apply --verify on every test model: whatever apply patches is kept only
                with a passing model-level check; a model apply cannot patch says why.
 
@@ -141,6 +144,41 @@ def rule_and_line(candidate_id):
     return candidate_id.split("@")[0] + ":" + candidate_id.rsplit(":", 1)[-1]
 
 
+def case_alternative(args, src, tmp, problems):
+    model = src / "tests" / "models" / "llama_like"
+    rules = tmp / "rules"
+    shutil.copytree(src / "rules", rules)
+    rule = rules / "rope" / "rope_half.py"
+    text = rule.read_text()
+    right = "cos.unsqueeze(2), sin.unsqueeze(2),\n                                       layout=\"BSND\")"
+    if right not in text:
+        problems.append("rope_half's replace changed: update this case")
+        return
+    rule.write_text(text.replace(right, "sin.unsqueeze(2), cos.unsqueeze(2),\n                                       layout=\"BSND\")", 1))
+    plan = tmp / "plan.json"
+    analyze(args.npufuse, model, plan, rules)
+    out = tmp / "out"
+    r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--verify", "--out", out])
+    print(r.stdout[-4000:], r.stderr[-2000:], sep="\n")
+    report = json.loads((out / "report.json").read_text())
+    by_rule = {c["rule"]: c for c in report["candidates"]}
+    half = by_rule.get("rope.rope_half")
+    if not half or half["status"] != "rolled_back":
+        problems.append(f"the broken rope_half was not rolled back: {half and half['status']}")
+        return
+    alt = by_rule.get("rope.rope_half_rotary_mul")
+    if not alt or alt["status"] != "kept":
+        problems.append(f"its alternative was not kept in its place: {alt and alt['status']}")
+    if "alternative rope.rope_half_rotary_mul" not in half["conclusion"]:
+        problems.append(f"the rolled-back candidate does not name the alternative kept: {half['conclusion']}")
+    notes = [a for a in half.get("alternatives", []) if a["id"].startswith("rope.rope_half_rotary_mul")]
+    if not notes or not notes[0]["outcome"].startswith("tried in its place: kept"):
+        problems.append(f"the alternative's outcome is not recorded: {notes}")
+    patched = (out / "model.py").read_text()
+    if "npu_rotary_mul" not in patched or "npu_apply_rotary_pos_emb" in patched:
+        problems.append("the kept patch does not hold the alternative's rewrite alone")
+
+
 def case_models(args, src, tmp, problems):
     names = args.model.split(",") if args.model else sorted(
         p.name for p in (src / "tests" / "models").iterdir() if (p / "model.py").exists())
@@ -189,14 +227,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--npufuse", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--case", required=True, choices=("llama", "wrong", "models"))
+    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "models"))
     ap.add_argument("--model", default="")
     args = ap.parse_args()
     src = Path(args.source_dir).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="npufuse_verify_"))
     problems = []
     try:
-        {"llama": case_llama, "wrong": case_wrong, "models": case_models}[args.case](args, src, tmp, problems)
+        {"llama": case_llama, "wrong": case_wrong, "alternative": case_alternative,
+         "models": case_models}[args.case](args, src, tmp, problems)
     finally:
         if not os.environ.get("NPUFUSE_KEEP_TMP"):
             shutil.rmtree(tmp, ignore_errors=True)
