@@ -191,12 +191,11 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     std::string where = origin.range.file == r.fn->file->path && origin.range.end > origin.range.begin
                             ? line_at(*r.fn, origin.range.begin)
                             : origin.range.file;
-    out.refusal = described ? fmt::format("{} is bound to the unnamed value {} made at {}, which the rewrite cannot move to {}{}; "
-                                          "edit it by hand",
-                                          param, name, where, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")")
-                            : fmt::format("{} is bound to the value made at {}, but '{}' does not hold that value at {}{}; "
-                                          "edit it by hand",
-                                          param, where, name, line_at(*r.fn, r.edit_point), why.empty() ? "" : " (" + why + ")");
+    std::string at = line_at(*r.fn, r.edit_point);
+    std::string problem =
+        described ? fmt::format("the unnamed value {} made at {}, which the rewrite cannot move to {}", name, where, at)
+                  : fmt::format("the value made at {}, but '{}' does not hold that value at {}", where, name, at);
+    out.refusal = fmt::format("{} is bound to {}{}; edit it by hand", param, problem, why.empty() ? "" : " (" + why + ")");
     return out;
   }
   return out;

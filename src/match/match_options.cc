@@ -67,11 +67,16 @@ std::map<std::string, std::string> read_lookalikes(const rules::Rule& rule, cons
     if (!defined) fail(rule, fmt::format("\"lookalikes\" names \"{}\", which is no lookalike* function of the file", function));
     out[function] = it->reason;
   }
+  return out;
+}
+
+// Every lookalike* function of the file is listed, whether RULE["match"]
+// has a "lookalikes" key, has none, or is absent.
+void require_listed_lookalikes(const rules::Rule& rule, const RuleMatchOptions& o) {
   for (const frontend::ast::FunctionDef* fn : rule.lookalikes)
-    if (!out.count(std::string(fn->name)))
+    if (!o.lookalikes.count(std::string(fn->name)))
       fail(rule, fmt::format("{} is not in \"lookalikes\": a look-alike needs the near-miss fixture whose reason it tells",
                              std::string(fn->name)));
-  return out;
 }
 
 }  // namespace
@@ -79,10 +84,10 @@ std::map<std::string, std::string> read_lookalikes(const rules::Rule& rule, cons
 RuleMatchOptions parse_match_options(const rules::Rule& rule) {
   RuleMatchOptions o;
   const nlohmann::json& m = rule.match;
-  if ((m.is_null() || (m.is_object() && !m.contains("lookalikes"))) && !rule.lookalikes.empty())
-    fail(rule, fmt::format("{} is not in \"lookalikes\": a look-alike needs the near-miss fixture whose reason it tells",
-                           std::string(rule.lookalikes.front()->name)));
-  if (m.is_null()) return o;
+  if (m.is_null()) {
+    require_listed_lookalikes(rule, o);
+    return o;
+  }
   if (!m.is_object()) fail(rule, "must be a dict");
   for (const auto& [key, value] : m.items()) {
     if (key == "optional") {
@@ -137,6 +142,7 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
                              key));
     }
   }
+  require_listed_lookalikes(rule, o);
   return o;
 }
 

@@ -136,32 +136,13 @@ bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
   return true;
 }
 
-// The clauses of a condition joined by a top-level " and ".
-std::vector<std::string> clauses_of(const std::string& condition) {
-  std::vector<std::string> out;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < condition.size(); ++i) {
-    char ch = condition[i];
-    if (ch == '(' || ch == '[' || ch == '{') ++depth;
-    if (ch == ')' || ch == ']' || ch == '}') --depth;
-    if (depth == 0 && condition.compare(i, 5, " and ") == 0) {
-      out.push_back(condition.substr(start, i - start));
-      start = i + 5;
-      i += 4;
-    }
-  }
-  if (!condition.empty()) out.push_back(condition.substr(start));
-  return out;
-}
-
 // Whether code under `condition` never runs together with a match that
 // needs `branches` (the other arm of one of its `if`s).
 bool on_another_arm(const std::string& condition, const std::vector<std::string>& branches) {
   if (condition.empty() || branches.empty()) return false;
-  for (const std::string& clause : clauses_of(condition))
+  for (const std::string& clause : model::condition_clauses(condition))
     for (const std::string& branch : branches)
-      for (const std::string& b : clauses_of(branch))
+      for (const std::string& b : model::condition_clauses(branch))
         if (clause == "not (" + b + ")" || b == "not (" + clause + ")") return true;
   return false;
 }
@@ -431,12 +412,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       if (p.options.partial_returns && a.binding[i] < 0) continue;
       Binding b{p.parameters[i], a.binding[i], ""};
       if (b.value >= 0) {
-        const DataflowOp& producer = target.producer_of(b.value);
-        const std::string& name = target.values[static_cast<size_t>(b.value)].name;
-        b.text = producer.cls == model::OpClass::Attribute && producer.inputs.empty() ? producer.name
-                 : producer.cls == model::OpClass::Constant && !producer.attrs.empty() ? producer.attrs[0]
-                 : !name.empty() ? name
-                 : describe_op(producer);
+        b.text = value_spelling(target, b.value);
         if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
       }
       m.bindings.push_back(std::move(b));

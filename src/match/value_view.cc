@@ -95,6 +95,14 @@ std::string where(const model::DataflowOp& op) {
   return fmt::format("{}:{}", file, op.line);
 }
 
+std::string value_spelling(const model::FunctionDataflow& g, int v) {
+  const model::DataflowOp& producer = g.producer_of(v);
+  const std::string& name = g.values[static_cast<size_t>(v)].name;
+  if (producer.cls == model::OpClass::Attribute && producer.inputs.empty()) return producer.name;
+  if (producer.cls == model::OpClass::Constant && !producer.attrs.empty()) return producer.attrs[0];
+  return !name.empty() ? name : describe_op(producer);
+}
+
 std::string describe_op(const model::DataflowOp& op) {
   std::string name = op.name;
   if ((op.name == "global" || op.name == "getattr") && !op.attrs.empty()) name += " " + op.attrs[0];

@@ -28,6 +28,11 @@ struct ConstantValue {
 };
 std::optional<ConstantValue> constant_of(const model::FunctionDataflow& g, int v);
 
+// How evidence spells a model value: an attribute or a literal as written,
+// else the value's name, else a description of its op ("view(...)", which
+// apply reads as no code).
+std::string value_spelling(const model::FunctionDataflow& g, int v);
+
 // "mean(...) at model.py:53" for messages.
 std::string describe_op(const model::DataflowOp& op);
 std::string where(const model::DataflowOp& op);

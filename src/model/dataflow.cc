@@ -137,6 +137,24 @@ class OpPrinter {
 
 }  // namespace
 
+std::vector<std::string> condition_clauses(const std::string& condition) {
+  std::vector<std::string> out;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < condition.size(); ++i) {
+    char ch = condition[i];
+    if (ch == '(' || ch == '[' || ch == '{') ++depth;
+    if (ch == ')' || ch == ']' || ch == '}') --depth;
+    if (depth == 0 && condition.compare(i, 5, " and ") == 0) {
+      out.push_back(condition.substr(start, i - start));
+      start = i + 5;
+      i += 4;
+    }
+  }
+  if (!condition.empty()) out.push_back(condition.substr(start));
+  return out;
+}
+
 std::string FunctionDataflow::dump() const {
   OpPrinter printer(*this);
   std::string out;

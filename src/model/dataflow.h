@@ -91,6 +91,10 @@ struct FunctionDataflow {
 
 FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file, const ast::FunctionDef& fn);
 
+// The clauses of an op's `condition`: the enclosing conditions the builder
+// joins with " and ", split at top level only ("not (a and b)" is one clause).
+std::vector<std::string> condition_clauses(const std::string& condition);
+
 // What `self.<attribute>` of a class is: the constructor its __init__ uses.
 class SubmoduleLookup {
  public:

@@ -1015,10 +1015,10 @@ class Builder {
   std::map<std::string, int> env_;
   CalleeEnv callees_;                    // locals that hold functions
   std::map<int, std::string> self_values_;  // values that are a module (`self` passed on), with its path
-  std::map<std::string, int> element_index_;
-  std::set<int> one_element_ids_;
-  const ModuleCtor* instance_ = nullptr;  // the module instance whose forward is being inlined  // loop elements that are one index held in a [1] tensor
-  std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call  // "self.experts[]" -> the value its element was picked by
+  std::map<std::string, int> element_index_;  // "self.experts[]" -> the value its element was picked by
+  std::set<int> one_element_ids_;              // loop elements that are one index held in a [1] tensor
+  const ModuleCtor* instance_ = nullptr;       // the module instance whose forward is being inlined
+  std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call
   std::vector<std::string> conditions_;
 };
 

@@ -11,18 +11,6 @@ namespace npufuse::model::subchains {
 
 namespace {
 
-std::vector<std::string> condition_terms(const std::string& condition) {
-  std::vector<std::string> terms;
-  size_t start = 0;
-  while (!condition.empty()) {
-    size_t at = condition.find(" and ", start);
-    terms.push_back(condition.substr(start, at == std::string::npos ? std::string::npos : at - start));
-    if (at == std::string::npos) break;
-    start = at + 5;
-  }
-  return terms;
-}
-
 // Matmuls one expert runs: a helper inlined with exclusive arms (a quantised
 // GEMM and a plain one) puts each projection in the graph once per arm, so
 // count along one path: the ops under each distinct condition plus the ops
@@ -30,11 +18,11 @@ std::vector<std::string> condition_terms(const std::string& condition) {
 int matmuls_on_one_path(const BlockGraph& bg, const std::vector<int>& matmuls) {
   int best = 0;
   for (int path : matmuls) {
-    std::vector<std::string> along = condition_terms(bg.op(path).condition);
+    std::vector<std::string> along = condition_clauses(bg.op(path).condition);
     int count = 0;
     for (int id : matmuls) {
       bool on_path = true;
-      for (const std::string& term : condition_terms(bg.op(id).condition))
+      for (const std::string& term : condition_clauses(bg.op(id).condition))
         on_path = on_path && std::find(along.begin(), along.end(), term) != along.end();
       count += on_path;
     }
@@ -283,7 +271,7 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
     dispatch_detail = "dense: every expert computes every token, the routing weights scattered over all experts zero the others";
   }
   for (int id : experts)
-    for (const std::string& term : condition_terms(bg.op(id).condition))
+    for (const std::string& term : condition_clauses(bg.op(id).condition))
       if (loop.empty() && term.rfind("for ", 0) == 0) loop = term;
   add_steps(chain, bg, "dispatch", dispatch, dispatch_detail);
   bool opaque = false;

@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "match/value_view.h"
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
 #include "plan/chain_facts.h"
@@ -150,14 +151,7 @@ std::optional<PrerequisiteItem> id_slice_prerequisite(const rules::Rule& rule, c
   for (int id : site.match.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     if (op.name != "range" || op.cls != model::OpClass::Compute || op.inputs.size() != 2) continue;
-    auto spelled = [&](int v) {
-      const model::DataflowOp& p = g.producer_of(v);
-      if (p.cls == model::OpClass::Attribute && p.inputs.empty()) return p.name;  // self.experts_start_idx
-      if (p.cls == model::OpClass::Constant && !p.attrs.empty()) return p.attrs[0];
-      const std::string& name = g.values[static_cast<size_t>(v)].name;
-      return name.empty() ? value_text(g, v) : name;
-    };
-    std::string start = spelled(op.inputs[0]), end = spelled(op.inputs[1]);
+    std::string start = match::value_spelling(g, op.inputs[0]), end = match::value_spelling(g, op.inputs[1]);
     if (rule.module != "moe_experts")
       return PrerequisiteItem{
           "loop_id_slice",
