@@ -10,7 +10,7 @@ seconds=${1:-60}
 sanitizers="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS="$sanitizers" \
-  -DNPUFUSE_BUILD_FUZZ=ON -DNPUFUSE_BUILD_TESTS=OFF -DNPUFUSE_BUILD_BENCH=OFF >/dev/null
+  -DNPUFUSE_BUILD_FUZZ=ON -DNPUFUSE_JEMALLOC=OFF -DNPUFUSE_BUILD_TESTS=OFF -DNPUFUSE_BUILD_BENCH=OFF >/dev/null
 cmake --build build-fuzz --target frontend_fuzz -j "${NPUFUSE_JOBS:-2}"
 fuzzer=build-fuzz/fuzz/frontend_fuzz
 mkdir -p fuzz/regressions build-fuzz/corpus

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "match/graph_matcher.h"
 #include "match/pattern.h"
 #include "match/size_expression.h"
 #include "match/value_view.h"
@@ -90,6 +91,8 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
                                            rule.path, param, p.alternative));
     p.needs = needs_of(p);
     p.needs_known = true;
+    p.start = start_op(p);
+    p.start_known = true;
     out.push_back(std::move(p));
   }
   return out;

@@ -854,6 +854,7 @@ class Walk {
 }  // namespace
 
 int start_op(const Pattern& pattern) {
+  if (pattern.start_known) return pattern.start;
   for (int v : pattern.anchors) {
     int pv = through_casts(pattern.graph, v);
     const DataflowOp& op = pattern.graph.producer_of(pv);

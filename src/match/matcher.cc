@@ -240,7 +240,7 @@ bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
   return false;
 }
 
-std::string rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
+const std::string& rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
 
 // Steps a failed walk of `p` must pair to be told; negative when `p` tells
 // none. A rule's own RULE["match"] near_miss_share replaces the default.
@@ -459,6 +459,8 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
     int start = start_op(p);
     if (start < 0) continue;
+    // A graph the memo has seen walks only the starts recorded there.
+    if (replay && replay->starts_of(pattern_index).empty()) continue;
     // Rule the pattern out when no walk from any start op could match or be
     // a near-miss: the result is the same, without the walks.
     const double near_miss_at = near_miss_threshold(p, options);

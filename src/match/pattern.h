@@ -42,6 +42,9 @@ struct Pattern {
   // The model op names a match needs (filled by compile_rule when `needs_known`).
   PatternNeeds needs;
   bool needs_known = false;
+  // start_op's answer, worked out once (filled by compile_rule when `start_known`).
+  int start = -1;
+  bool start_known = false;
   // Shared by the patterns compiled together (compile_rules); null otherwise.
   std::shared_ptr<const NameVocabulary> vocabulary;
 };

@@ -13,9 +13,11 @@ using frontend::Span;
 // this walker too, so a new node kind needs no change here.
 enum class FieldRule { required, optional, omit_empty };
 
+// Calls `f` on each child of a node; `F` is any callable taking a node.
+template <class F>
 class ChildVisitor {
  public:
-  explicit ChildVisitor(const std::function<void(const Node*)>& f) : f_(f) {}
+  explicit ChildVisitor(F& f) : f_(f) {}
 
   void node(const Node* node) {
     switch (node->kind) {
@@ -45,21 +47,31 @@ class ChildVisitor {
   template <class T>
   void field(const char*, const T&, FieldRule) {}
 
-  const std::function<void(const Node*)>& f_;
+  F& f_;
+};
+
+// The pre-order walk, recursing without a std::function per node.
+struct Walker {
+  const std::function<bool(const Node*)>& visit;
+  void operator()(const Node* n) {
+    if (!visit(n)) return;
+    ChildVisitor<Walker> children(*this);
+    children.node(n);
+  }
 };
 
 }  // namespace
 
 void for_each_child(const ast::Node* n, const std::function<void(const ast::Node*)>& f) {
   if (!n) return;
-  ChildVisitor v(f);
+  ChildVisitor<const std::function<void(const ast::Node*)>> v(f);
   v.node(n);
 }
 
 void walk(const ast::Node* root, const std::function<bool(const ast::Node*)>& visit) {
   if (!root) return;
-  if (!visit(root)) return;
-  for_each_child(root, [&](const ast::Node* c) { walk(c, visit); });
+  Walker w{visit};
+  w(root);
 }
 
 }  // namespace npufuse::model

@@ -130,12 +130,13 @@ class Builder {
     }
     op.condition = condition_text();
     op.scope = self_path_;
-    g_.ops.push_back(op);
+    const int id = op.id;
+    g_.ops.push_back(std::move(op));
     for (int i = 0; i < n_out; ++i) {
-      int v = new_value("", op.id);
+      int v = new_value("", id);
       g_.ops.back().outputs.push_back(v);
     }
-    return op.id;
+    return id;
   }
   int emit_value(std::string name, OpClass cls, std::vector<int> inputs, std::vector<std::string> attrs, const ast::Node* at,
                  bool in_place = false) {

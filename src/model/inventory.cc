@@ -22,7 +22,8 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
 
   ConfigSchema schema = ConfigSchema::discover(sources);
   Evaluator ev(sources, config, schema);
-  RoleTable roles = RoleTable::infer(sources, ev);
+  inv.roles = std::make_shared<const RoleTable>(RoleTable::infer(sources, ev));
+  const RoleTable& roles = *inv.roles;
   for (const ClassDecl* c : roles.module_classes()) {
     ClassSummary s;
     s.cls = c;

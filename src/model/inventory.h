@@ -5,12 +5,14 @@
 // block's sub-chains with their layouts and escaping intermediates. The parts
 // of step 1 not computed yet are listed by name in `not_computed`, so no
 // output ever implies they were checked.
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/branches.h"
 #include "model/facts.h"
 #include "model/kv_cache.h"
+#include "model/module_roles.h"
 #include "model/module_tree.h"
 #include "model/subchains.h"
 
@@ -42,6 +44,8 @@ struct Inventory {
   std::vector<BranchCondition> branches;
   CacheOrganisation kv_cache;
   std::vector<BlockChains> chains;  // per decoder-layer class
+  // The roles the inventory was read with; the matcher reads the same.
+  std::shared_ptr<const RoleTable> roles;
   std::vector<std::string> not_computed;
 };
 

@@ -10,8 +10,9 @@
 namespace npufuse::model {
 namespace {
 
+// Names are views of the parsed files, which outlive the collection.
 struct CallSite {
-  std::string caller;  // the module-level function it is in, "" inside a class
+  std::string_view caller;  // the module-level function it is in, "" inside a class
   bool loss_site = false;
 };
 
@@ -25,16 +26,18 @@ bool names_training(const ast::expr* test) {
   return found;
 }
 
+// Whether "loss" appears in `text`, in any case.
 bool mentions_loss(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("loss") != std::string::npos;
+  static constexpr std::string_view loss = "loss";
+  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  return std::search(text.begin(), text.end(), loss.begin(), loss.end(),
+                     [&](char a, char b) { return lower(a) == b; }) != text.end();
 }
 
 class CallSiteCollector {
  public:
-  CallSiteCollector(const ModelFile& file, std::string caller, std::map<std::string, std::vector<CallSite>>& out)
-      : file_(file), caller_(std::move(caller)), out_(out) {}
+  CallSiteCollector(const ModelFile& file, std::string_view caller, std::map<std::string_view, std::vector<CallSite>>& out)
+      : file_(file), caller_(caller), out_(out) {}
 
   void statements(const Span<ast::stmt*>& body, bool in_training) {
     for (const ast::stmt* s : body) statement(s, in_training);
@@ -77,26 +80,26 @@ class CallSiteCollector {
       auto* c = ast::as<ast::Call>(n);
       if (!c) return true;
       if (auto* name = ast::as<ast::Name>(c->func))
-        out_[std::string(name->id)].push_back(CallSite{caller_, in_training || into_loss});
+        out_[std::string_view(name->id)].push_back(CallSite{caller_, in_training || into_loss});
       return true;
     });
   }
 
   const ModelFile& file_;
-  std::string caller_;
-  std::map<std::string, std::vector<CallSite>>& out_;
+  std::string_view caller_;
+  std::map<std::string_view, std::vector<CallSite>>& out_;
 };
 
 }  // namespace
 
 std::set<std::string> training_only_helpers(const SourceSet& sources) {
-  std::map<std::string, std::vector<CallSite>> sites;
-  std::set<std::string> helpers;
+  std::map<std::string_view, std::vector<CallSite>> sites;
+  std::set<std::string_view> helpers;
   for (const auto& file : sources.files()) {
     for (const ast::stmt* s : file->parsed->module->body) {
       if (auto* fn = ast::as<ast::FunctionDef>(s)) {
-        helpers.insert(std::string(fn->name));
-        CallSiteCollector(*file, std::string(fn->name), sites).statements(fn->body, false);
+        helpers.insert(fn->name);
+        CallSiteCollector(*file, fn->name, sites).statements(fn->body, false);
       } else if (auto* cls = ast::as<ast::ClassDef>(s)) {
         for (const ast::stmt* m : cls->body)
           if (auto* method = ast::as<ast::FunctionDef>(m)) CallSiteCollector(*file, "", sites).statements(method->body, false);
@@ -105,23 +108,23 @@ std::set<std::string> training_only_helpers(const SourceSet& sources) {
   }
   // A helper called only from training-only helpers is training-only too:
   // iterate until nothing changes.
-  std::set<std::string> out;
+  std::set<std::string_view> found;
   for (bool changed = true; changed;) {
     changed = false;
-    for (const std::string& h : helpers) {
-      if (out.count(h)) continue;
+    for (std::string_view h : helpers) {
+      if (found.count(h)) continue;
       auto it = sites.find(h);
       if (it == sites.end() || it->second.empty()) continue;
       bool all_loss = std::all_of(it->second.begin(), it->second.end(), [&](const CallSite& c) {
-        return c.loss_site || (!c.caller.empty() && c.caller != h && out.count(c.caller));
+        return c.loss_site || (!c.caller.empty() && c.caller != h && found.count(c.caller));
       });
       if (all_loss) {
-        out.insert(h);
+        found.insert(h);
         changed = true;
       }
     }
   }
-  return out;
+  return std::set<std::string>(found.begin(), found.end());
 }
 
 }  // namespace npufuse::model

@@ -319,6 +319,7 @@ std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTabl
   FunctionDataflow g = build_inlined_forward(sources, *cls, lookup);
   BlockGraph bg{g, branches, kv_cache};
   block.modules = analyse_block(bg, sources, roles, lookup, *cls, node.path, nullptr);
+  block.forward = std::make_shared<FunctionDataflow>(std::move(g));
 
   // Submodules built under alternatives (`MLP(...) if dense else MoE(...)`):
   // each other alternative is analysed in a forward built with it.

@@ -7,6 +7,7 @@
 // gate/up -> activation -> down. Each step is found from ops and how values
 // connect; names (`q_proj`, `gate`) are never the evidence. A step that
 // cannot be found is listed as missing, not guessed.
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ struct BlockChains {
   std::string block_class;  // the decoder layer class
   std::string instance;     // "model.layers[*]"
   std::vector<ModuleChain> modules;
+  // The block's forward with its submodules inlined, as the sub-chains were
+  // read from it (the default alternatives): the matcher walks the same graph.
+  std::shared_ptr<FunctionDataflow> forward;
 };
 
 // The sub-chains of the decoder-layer class (`structure.blocks`), from its

@@ -75,9 +75,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   model::ModelConfig no_config;
   const model::ModelConfig& config = in.config ? *in.config : no_config;
   model::Inventory inventory = model::build_inventory(*in.sources, config);
-  model::ConfigSchema schema = model::ConfigSchema::discover(*in.sources);
-  model::Evaluator evaluator(*in.sources, config, schema);
-  model::RoleTable roles = model::RoleTable::infer(*in.sources, evaluator);
+  const model::RoleTable& roles = *inventory.roles;
   const std::vector<model::BlockChains>* blocks = block_chains(inventory);
 
   std::vector<DeploymentSetting> deployment;
@@ -88,7 +86,15 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   plan.options.stage = deployed.stage;
   timer.lap("model");
 
-  ModelMatches matches = match_model(*in.sources, roles, *in.rules, &config, in.patterns, in.memo.get());
+  // The block forward the inventory read its sub-chains from is the one the matcher walks.
+  std::map<std::string, model::FunctionDataflow> block_forwards;
+  for (model::BlockChains& b : inventory.chains)
+    if (b.forward) {
+      block_forwards.emplace(b.block_class, std::move(*b.forward));
+      b.forward.reset();
+    }
+  ModelMatches matches =
+      match_model(*in.sources, roles, *in.rules, &config, in.patterns, in.memo.get(), std::move(block_forwards));
   // A rule the deployment rules out (a quantised chain on a bf16 model) has
   // nothing to tell about where it almost matched.
   std::erase_if(matches.near_misses, [&](const NearMissSite& n) {

@@ -386,9 +386,9 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     std::vector<Candidate*> others;
     for (Candidate& c : candidates) {
       bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
-        return near_miss_in_function(n, p, functions) &&
-               std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
-                           [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); });
+        return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
+                           [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); }) &&
+               near_miss_in_function(n, p, functions);
       });
       if (!touches) continue;
       if (c.rule == rule) same_rule_matched = true;

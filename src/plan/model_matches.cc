@@ -31,7 +31,8 @@ CompiledPatterns compile_patterns(const rules::RuleSet& rules) {
 }
 
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
-                         const model::ModelConfig* config, CompiledPatterns patterns, match::MatchMemo* memo) {
+                         const model::ModelConfig* config, CompiledPatterns patterns, match::MatchMemo* memo,
+                         std::map<std::string, model::FunctionDataflow> built) {
   ModelMatches out;
   out.patterns = patterns ? std::move(patterns) : compile_patterns(rules);
   if (out.patterns->empty()) return out;
@@ -40,7 +41,9 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
   for (const model::ClassDecl* cls : roles.module_classes()) {
     if (!has_forward(*cls)) continue;
     std::string name(cls->node->name);
-    run_on(out, model::build_inlined_forward(sources, *cls, lookup), name + ".forward", name, memo);
+    auto ready = built.find(name);
+    run_on(out, ready != built.end() ? std::move(ready->second) : model::build_inlined_forward(sources, *cls, lookup),
+           name + ".forward", name, memo);
   }
   // Methods other than forward, of any class: a KV cache's `update`/`append`
   // writes the cache there (HF Cache classes are no nn.Module).

@@ -5,6 +5,7 @@
 // forward, then again inside every block that inlines it); dedupe happens
 // later, on (rule, source span).
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,8 +44,11 @@ struct ModelMatches {
 // as the inventory does; it may be null. `patterns` are `rules` compiled;
 // when null they are compiled here. `memo` (for `patterns`) lets graphs of
 // code already matched elsewhere walk only what gave something there.
+// `built` holds inlined forwards already built with the same roles and
+// config (the inventory's block forward), by class name: they are used, not
+// built again.
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
                          const model::ModelConfig* config = nullptr, CompiledPatterns patterns = nullptr,
-                         match::MatchMemo* memo = nullptr);
+                         match::MatchMemo* memo = nullptr, std::map<std::string, model::FunctionDataflow> built = {});
 
 }  // namespace npufuse::plan

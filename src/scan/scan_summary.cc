@@ -49,7 +49,9 @@ nlohmann::json model_row(const ModelResult& r) {
   nlohmann::json statuses = nlohmann::json::object();
   for (const auto& s : status_order()) statuses[s] = 0;
   std::map<std::string, nlohmann::json> cells;
-  for (const auto& c : r.plan.value("candidates", nlohmann::json::array())) {
+  static const nlohmann::json no_candidates = nlohmann::json::array();
+  auto listed = r.plan.find("candidates");
+  for (const auto& c : listed != r.plan.end() ? *listed : no_candidates) {
     std::string status = c.value("status", "");
     statuses[status] = statuses.value(status, 0) + 1;
     std::string key = c.value("module", "") + "/" + opportunity_api(c);
