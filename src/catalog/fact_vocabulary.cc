@@ -36,6 +36,40 @@ std::vector<check::Value> read_values(StrictTable& reader, const toml::table& t,
   return out;
 }
 
+// `same_kernels = { PRODUCT = [PRODUCT, ...] }`, every name one of `values`.
+void read_same_kernels(StrictTable& reader, const toml::table& t, FactInfo& info) {
+  const toml::node* n = t.get("same_kernels");
+  if (!n) return;
+  reader.mark_used("same_kernels");
+  if (info.name != "chip") reader.error(n, fmt::format("'same_kernels' belongs to [facts.chip], not [facts.{}]", info.name));
+  const toml::table* table = n->as_table();
+  if (!table) {
+    reader.error(n, fmt::format("'same_kernels' in [facts.{}] must be a table of lists", info.name));
+    return;
+  }
+  auto known = [&](std::string_view product) {
+    return std::any_of(info.values.begin(), info.values.end(),
+                       [&](const check::Value& v) { return v.is_str() && v.as_str() == product; });
+  };
+  for (auto&& [key, value] : *table) {
+    std::string product(key.str());
+    if (!known(product)) reader.error(&value, fmt::format("'same_kernels' names \"{}\", which is none of [facts.{}] values", product, info.name));
+    const toml::array* list = value.as_array();
+    if (!list) {
+      reader.error(&value, fmt::format("'same_kernels.{}' in [facts.{}] must be a list of products", product, info.name));
+      continue;
+    }
+    std::vector<std::string>& out = info.same_kernels[product];
+    for (const toml::node& item : *list) {
+      const auto* s = item.as_string();
+      if (!s || !known(s->get()) || s->get() == product)
+        reader.error(&item, fmt::format("'same_kernels.{}' in [facts.{}] must list other products among its values", product, info.name));
+      else
+        out.push_back(s->get());
+    }
+  }
+}
+
 }  // namespace
 
 FactVocabulary FactVocabulary::parse(std::string_view text, const std::string& file, Diagnostics& diags) {
@@ -73,6 +107,7 @@ FactVocabulary FactVocabulary::parse(std::string_view text, const std::string& f
     reader.mark_used("values");
     info.source = reader.string("source", true).value_or("");
     info.meaning = reader.string("meaning", true).value_or("");
+    read_same_kernels(reader, *t, info);
     reader.reject_unknown_keys();
     vocab.facts_.emplace(name, std::move(info));
   }

@@ -16,6 +16,10 @@ struct FactInfo {
   std::vector<check::Value> values;  // allowed values (may be empty: any value of the type)
   std::string source;
   std::string meaning;
+  // Only for `chip`: per product, the products whose kernels it runs
+  // (`same_kernels = { A3 = ["A2"] }`). An operator documented for one of
+  // those but not for the product itself is undocumented there, not unsupported.
+  std::map<std::string, std::vector<std::string>, std::less<>> same_kernels;
 };
 
 class FactVocabulary {

@@ -23,9 +23,13 @@ CheckResult from_constraint(const std::string& api, const catalog::Operator& op,
   return out;
 }
 
-// The chip against the operator's product list: a hard limit the catalog
-// states per operator rather than as a constraint.
-CheckResult products_check(const catalog::Operator& op, const check::FactSet& facts) {
+// The chip against the operator's product list (the doc's Supported Products
+// table, which ticks what it covers and never marks a product unsupported).
+// A chip the table leaves out is a hard limit, unless it runs the kernels of a
+// product the table lists (facts.toml `same_kernels`): then the operator is
+// only undocumented there, a warning to validate on the device.
+CheckResult products_check(const catalog::Operator& op, const check::FactSet& facts,
+                           const catalog::FactVocabulary& vocabulary) {
   CheckResult out;
   out.api = op.name;
   out.constraint_id = "products";
@@ -41,9 +45,26 @@ CheckResult products_check(const catalog::Operator& op, const check::FactSet& fa
     out.missing = {"chip"};
     return out;
   }
-  bool supported = std::find(op.products.begin(), op.products.end(), chip->value.as_str()) != op.products.end();
-  out.answer = supported ? check::Answer::Holds : check::Answer::Violated;
+  const std::string& product = chip->value.as_str();
+  auto listed = [&](const std::string& p) { return std::find(op.products.begin(), op.products.end(), p) != op.products.end(); };
+  out.answer = listed(product) ? check::Answer::Holds : check::Answer::Violated;
   out.evidence = {fmt::format("chip = {} ({})", chip->value.repr(), chip->provenance)};
+  if (out.answer == check::Answer::Holds) return out;
+  const catalog::FactInfo* info = vocabulary.find("chip");
+  if (!info) return out;
+  auto kin = info->same_kernels.find(product);
+  if (kin == info->same_kernels.end()) return out;
+  for (const std::string& p : kin->second) {
+    if (!listed(p)) continue;
+    out.severity = "warning";
+    out.message_en = fmt::format("{}'s doc lists {}, not {}; {} runs {}'s kernels, so the operator is undocumented there, "
+                                 "not unsupported: validate it on the device",
+                                 op.name, list, product, product, p);
+    out.message_zh = fmt::format("{}的文档列出{}，未列出{}；{}与{}使用同一套算子实现，属于文档未覆盖而非不支持，须在设备上验证",
+                                 op.name, list, product, product, p);
+    out.evidence.push_back(fmt::format("{} runs {}'s kernels (facts.toml [facts.chip] same_kernels)", product, p));
+    break;
+  }
   return out;
 }
 
@@ -97,7 +118,7 @@ std::vector<CheckResult> evaluate_checks(const rules::Rule& rule, const catalog:
     if (std::find(products_done.begin(), products_done.end(), api) == products_done.end()) {
       products_done.push_back(api);
       std::vector<CheckResult> per_stage;
-      for (const StageFacts& s : stages) per_stage.push_back(products_check(*op, s.facts));
+      for (const StageFacts& s : stages) per_stage.push_back(products_check(*op, s.facts, catalog.facts()));
       merge_stages(std::move(per_stage), stages, out);
     }
     bool found = false;

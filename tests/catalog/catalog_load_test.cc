@@ -165,6 +165,38 @@ TEST(CatalogLoadTest, EveryErrorIsReportedNotJustTheFirst) {
   EXPECT_EQ(load_errors("norm/npu_demo.toml", text).size(), 2u);
 }
 
+// `same_kernels` in [facts.chip]: read as a map; every name must be one of
+// the chip's values, and the table belongs to the chip alone.
+TEST(CatalogLoadTest, SameKernelsIsReadAndChecked) {
+  std::string facts = replace(kFacts, "meaning = \"Target product.\"\n", "meaning = \"Target product.\"\nsame_kernels = { A3 = [\"A2\"] }\n");
+  Catalog c = Catalog::load({{"facts.toml", facts}, {"norm/npu_demo.toml", kGoodOp}}, "cat");
+  const FactInfo* chip = c.facts().find("chip");
+  ASSERT_NE(chip, nullptr);
+  ASSERT_EQ(chip->same_kernels.count("A3"), 1u);
+  EXPECT_EQ(chip->same_kernels.at("A3"), std::vector<std::string>{"A2"});
+
+  auto errors_of = [&](const std::string& from, const std::string& to) {
+    try {
+      Catalog::load({{"facts.toml", replace(facts, from, to)}, {"norm/npu_demo.toml", kGoodOp}}, "cat");
+    } catch (const CatalogError& e) {
+      return e.errors();
+    }
+    return std::vector<std::string>{};
+  };
+  auto unknown = errors_of("A3 = [\"A2\"]", "A3 = [\"A9\"]");
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_NE(unknown[0].find("facts.toml:7:"), std::string::npos) << unknown[0];
+  EXPECT_NE(unknown[0].find("must list other products among its values"), std::string::npos) << unknown[0];
+  auto itself = errors_of("A3 = [\"A2\"]", "A3 = [\"A3\"]");
+  ASSERT_EQ(itself.size(), 1u);
+  auto not_product = errors_of("A3 = [\"A2\"]", "B7 = [\"A2\"]");
+  ASSERT_EQ(not_product.size(), 1u);
+  EXPECT_NE(not_product[0].find("none of [facts.chip] values"), std::string::npos) << not_product[0];
+  auto elsewhere = errors_of("meaning = \"Head dim.\"", "meaning = \"Head dim.\"\nsame_kernels = { A3 = [] }");
+  ASSERT_FALSE(elsewhere.empty());
+  EXPECT_NE(elsewhere[0].find("belongs to [facts.chip]"), std::string::npos) << elsewhere[0];
+}
+
 // The catalog shipped in the binary loads without errors and covers the
 // operator families of docs/catalog-format.md.
 TEST(EmbeddedCatalogTest, LoadsCleanly) {

@@ -177,6 +177,36 @@ TEST(CandidateStatus, ChipOutsideTheOperatorsProductsBlocks) {
   EXPECT_EQ(set.candidates[0].status, Status::NotApplicable);
 }
 
+// npu_swiglu's doc ticks only A2. A3 runs the A2 kernels (facts.toml
+// same_kernels), so on A3 the operator is undocumented, not unsupported: a
+// warning that keeps the candidate, where a chip with kernels of its own
+// (950) is a hard limit.
+TEST(CandidateStatus, ChipRunningAListedProductsKernelsIsAWarningNotABlock) {
+  Source src(kNormModel);
+  rules::Rule rule = make_rule("ffn.swiglu", "ffn", {"npu_swiglu"}, {"npu_swiglu:*"});
+  auto pattern = make_pattern(rule);
+  std::vector<MatchSite> sites = {make_match(*pattern, src.dataflow("rms"), 3, 5, "rms")};
+  for (const std::string chip : {"A3", "950"}) {
+    SCOPED_TRACE(chip);
+    check::FactSet facts;
+    facts.set("chip", chip, "--chip");
+    CandidateSet set = build_candidates(sites, context_with(facts));
+    ASSERT_EQ(set.candidates.size(), 1u);
+    const CheckResult* products = find_check(set.candidates[0], "products");
+    ASSERT_NE(products, nullptr);
+    EXPECT_EQ(products->answer, check::Answer::Violated);
+    if (chip == "A3") {
+      EXPECT_EQ(products->severity, "warning");
+      EXPECT_NE(products->message_en.find("undocumented there, not unsupported"), std::string::npos) << products->message_en;
+      EXPECT_NE(set.candidates[0].status, Status::NotApplicable);
+      EXPECT_TRUE(set.candidates[0].blocking.empty());
+    } else {
+      EXPECT_EQ(products->severity, "error");
+      EXPECT_EQ(set.candidates[0].status, Status::NotApplicable);
+    }
+  }
+}
+
 TEST(CandidateStatus, UnknownChipIsAskedForNotGuessed) {
   Source src(kNormModel);
   rules::Rule rule = make_rule("norm.rms_norm", "norm", {"npu_rms_norm"}, {"npu_rms_norm:*"});
