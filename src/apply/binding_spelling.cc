@@ -99,8 +99,18 @@ bool name_holds(const FunctionAt& fn, const std::string& name, const Origin& ori
     }
     return origin.kind == Origin::Kind::Merge && same_range(origin, file, s);
   }
-  if (around.empty() || origin.kind != Origin::Kind::Expression) return false;
+  if (around.empty()) return false;
   const ast::stmt* binder = around.back();
+  if (origin.kind == Origin::Kind::Unpacked) {
+    // `a, b = call(...)`: the name is one element of the assignment's target.
+    auto* a = ast::as<ast::Assign>(binder);
+    if (!a || a->targets.size != 1 || !same_range(origin, file, binder)) return false;
+    const frontend::Span<ast::expr*>* elts = nullptr;
+    if (auto* t = ast::as<ast::Tuple>(a->targets[0])) elts = &t->elts;
+    if (auto* l = ast::as<ast::List>(a->targets[0])) elts = &l->elts;
+    return elts && std::find(elts->begin(), elts->end(), last) != elts->end();
+  }
+  if (origin.kind != Origin::Kind::Expression) return false;
   const ast::expr* value = nullptr;
   if (auto* a = ast::as<ast::Assign>(binder); a && a->targets.size == 1 && a->targets[0] == last) value = a->value;
   if (auto* a = ast::as<ast::AnnAssign>(binder); a && a->target == last) value = a->value;

@@ -102,15 +102,34 @@ std::string replacement_text(const ReplacementRequest& r) {
   for (const ast::arg* a : fn.args->kwonlyargs) params.insert(std::string(a->arg));
   std::map<std::string, std::string> renamed;
   for (const std::string& local : assigned_names(fn))
-    if (r.taken_names.count(local)) renamed[local] = fresh_name(local, r.taken_names);
+    if (r.taken_names.count(local) && !params.count(local)) renamed[local] = fresh_name(local, r.taken_names);
+  // A parameter the body assigns (`normed, _, residual = op(residual, ...)`)
+  // is a local of the replacement from that statement on: stores and later
+  // reads get a name of their own, never the model expression it was bound
+  // to (which may be a model variable, or no assignable name at all).
+  std::map<std::string, std::string> param_locals;
+  std::set<std::string> stored;
+  auto local_of = [&](const std::string& id) -> const std::string& {
+    auto [it, fresh] = param_locals.try_emplace(id, id);
+    if (fresh && r.taken_names.count(id)) it->second = fresh_name(id, r.taken_names);
+    return it->second;
+  };
 
   std::vector<TextEdit> edits;
-  for (const ast::stmt* s : body)
+  for (const ast::stmt* s : body) {
+    std::vector<std::string> stored_here;
+    if (auto* aug = ast::as<ast::AugAssign>(s))
+      if (auto* t = ast::as<ast::Name>(aug->target); t && params.count(std::string(t->id)) && !stored.count(std::string(t->id)))
+        throw ApplyError(fmt::format("{}: replace updates its parameter '{}' in place; assign it to a local first",
+                                     r.rule_source->path(), std::string(t->id)));
     model::walk(s, [&](const ast::Node* n) {
       auto* name = ast::as<ast::Name>(n);
       if (!name) return true;
       std::string id(name->id);
-      if (params.count(id)) {
+      if (params.count(id) && (name->ctx != ast::expr_context::Load || stored.count(id))) {
+        if (name->ctx != ast::expr_context::Load) stored_here.push_back(id);
+        edits.push_back(TextEdit{name->begin, name->end, local_of(id)});
+      } else if (params.count(id)) {
         auto it = r.arguments.find(id);
         if (it == r.arguments.end())
           throw ApplyError(fmt::format("{}: replace parameter '{}' is bound to nothing in the model", r.rule_source->path(), id));
@@ -122,6 +141,8 @@ std::string replacement_text(const ReplacementRequest& r) {
       }
       return true;
     });
+    stored.insert(stored_here.begin(), stored_here.end());
+  }
   std::sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) { return a.begin < b.begin; });
 
   const std::string rule_indent(static_cast<size_t>(body.front()->col_offset), ' ');

@@ -242,6 +242,19 @@ bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
 
 const std::string& rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
 
+// An unnamed value that one of the chain's ops reads through a name unpacked
+// from a tuple or taken from it by index: that name (the first such read).
+int named_alias(const FunctionDataflow& g, const std::vector<int>& ops, int value) {
+  if (!g.values[static_cast<size_t>(value)].name.empty()) return -1;
+  for (int id : ops)
+    for (int in : g.ops[static_cast<size_t>(id)].inputs) {
+      if (in == value || g.values[static_cast<size_t>(in)].name.empty()) continue;
+      const DataflowOp& producer = g.producer_of(in);
+      if ((producer.name == "unpack" || producer.name == "getitem") && through_packing(g, in) == value) return in;
+    }
+  return -1;
+}
+
 // Steps a failed walk of `p` must pair to be told; negative when `p` tells
 // none. A rule's own RULE["match"] near_miss_share replaces the default.
 double near_miss_threshold(const Pattern& p, const MatchOptions& options) {
@@ -412,7 +425,8 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       if (p.options.partial_returns && a.binding[i] < 0) continue;
       Binding b{p.parameters[i], a.binding[i], ""};
       if (b.value >= 0) {
-        b.text = value_spelling(target, b.value);
+        b.spelled = named_alias(target, ops, b.value);
+        b.text = value_spelling(target, b.spelled >= 0 ? b.spelled : b.value);
         if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
       }
       m.bindings.push_back(std::move(b));

@@ -46,6 +46,13 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
   }
   for (const match::Binding& b : m.bindings) {
     c.apply_bindings.emplace_back(b.parameter, b.text);
+    if (b.spelled >= 0) {
+      // The name a tuple assignment (or an index into a tuple) gave the value.
+      const model::DataflowOp& alias = g.producer_of(b.spelled);
+      using Kind = Candidate::BindingOrigin::Kind;
+      c.apply_binding_origins.push_back({alias.name == "unpack" ? Kind::Unpacked : Kind::Expression, range_of(alias)});
+      continue;
+    }
     c.apply_binding_origins.push_back(b.value >= 0 ? origin_of(g.producer_of(b.value)) : Candidate::BindingOrigin{});
   }
 }

@@ -113,6 +113,7 @@ struct Candidate {
       Parameter,   // a parameter of the matched function (range: its def)
       Merge,       // names merged after an if or a loop (range: that statement)
       Expression,  // a computing op (range: its expression)
+      Unpacked,    // a name a tuple assignment binds (range: that assignment)
       Other,       // attribute reads, literals, tuple plumbing: the text is the value
     };
     Kind kind = Kind::Other;

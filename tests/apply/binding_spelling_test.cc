@@ -96,6 +96,42 @@ TEST(BindingSpelling, ViewPassedToAnInlinedNormIsMovedIntoTheReplacement) {
   EXPECT_EQ(patched.find("self.q_proj("), patched.rfind("self.q_proj(")) << patched;
 }
 
+// The attention forward returns `(self.o_proj(x), None)`; the layer unpacks
+// it as `attn_out, _ = ...` and adds it to the residual before the norm. The
+// value is unnamed where it is made, so add_rms_norm spells the name the
+// tuple assignment gave it (it used to be refused as an unnamed linear(...)).
+TEST(BindingSpelling, NameATupleAssignmentGaveTheValueIsUsed) {
+  const std::string model =
+      std::string(kNorm) +
+           "\n\n"
+           "class Attention(nn.Module):\n"
+           "    def __init__(self, hidden):\n"
+           "        super().__init__()\n"
+           "        self.o_proj = nn.Linear(hidden, hidden, bias=False)\n"
+           "\n"
+           "    def forward(self, x):\n"
+           "        return self.o_proj(x * 2.0), None\n"
+           "\n"
+           "\n"
+           "class Layer(nn.Module):\n"
+           "    def __init__(self, hidden):\n"
+           "        super().__init__()\n"
+           "        self.attn = Attention(hidden)\n"
+           "        self.norm = RMSNorm(hidden)\n"
+           "\n"
+           "    def forward(self, hidden_states):\n"
+           "        attn_out, _ = self.attn(hidden_states)\n"
+           "        summed = hidden_states + attn_out\n"
+           "        normed = self.norm(summed)\n"
+           "        return normed, summed\n";
+  ScratchDir dir("spell_unpacked");
+  PatchSet set = patches_of(dir, model);
+  ASSERT_TRUE(applied_at(set, "norm.add_rms_norm", 34)) << listed(set);
+  const std::string& patched = set.files.at(0).patched;
+  EXPECT_NE(patched.find("torch_npu.npu_add_rms_norm(hidden_states, attn_out, self.norm.weight"), std::string::npos)
+      << patched;
+}
+
 // `x` named the value the norm reads until `x = other`; the norm reads it
 // through `y`. Its expression stays where it is, so there is no spelling.
 TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {

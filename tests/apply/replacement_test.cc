@@ -44,6 +44,31 @@ TEST(Replacement, ResultAssignedToTargetsAndCompoundArgumentsParenthesised) {
   EXPECT_EQ(replacement_text(q), "out = torch_npu.npu_swiglu((a + b), dim=-1) * (a + b)");
 }
 
+// A parameter the replacement assigns is its own local from then on: the
+// model expression it was bound to is read before the store and never
+// written to (npu_add_rms_norm's third output reuses the name `residual`).
+TEST(Replacement, AssignedParameterBecomesALocalNotAWriteToTheModelsName) {
+  RuleFile r = rule_with("def replace(residual, hidden_states, weight, eps):\n"
+                         "    normed, _, residual = torch_npu.npu_add_rms_norm(residual, hidden_states, weight, eps)\n"
+                         "    return normed, residual\n");
+  auto q = request_for(r, {{"residual", "self.h"}, {"hidden_states", "attn_out"}, {"weight", "w"}, {"eps", "1e-6"}});
+  q.targets = {"normed", "after"};
+  EXPECT_EQ(replacement_text(q),
+            "normed, _, residual = torch_npu.npu_add_rms_norm(self.h, attn_out, w, 1e-6)\n"
+            "        normed, after = normed, residual");
+  // Where the model already uses the parameter's name, the local gets a fresh one.
+  q.taken_names = {"residual", "normed"};
+  EXPECT_EQ(replacement_text(q),
+            "normed_npu, _, residual_npu = torch_npu.npu_add_rms_norm(self.h, attn_out, w, 1e-6)\n"
+            "        normed, after = normed_npu, residual_npu");
+}
+
+TEST(Replacement, ParameterUpdatedInPlaceIsRefused) {
+  RuleFile r = rule_with("def replace(x):\n    x += 1\n    return x\n");
+  auto q = request_for(r, {{"x", "h"}});
+  EXPECT_THROW(replacement_text(q), ApplyError);
+}
+
 TEST(Replacement, StatementsReindentedAndLocalsRenamedAwayFromModelNames) {
   RuleFile r = rule_with("def replace(q, k):\n"
                          "    q_b = q.transpose(1, 2)\n"
