@@ -122,6 +122,29 @@ bool name_holds(const FunctionAt& fn, const std::string& name, const Origin& ori
   return from_helper && ast::as<ast::Call>(value);
 }
 
+// Another name for the value: `alias = name` in fn before byte `point`,
+// where `name` still held the value, and nothing assigned `alias` again
+// before `point` (HF's `residual = hidden_states` before hidden_states is
+// reassigned). Empty when there is none.
+std::string alias_holding(const FunctionAt& fn, const std::string& name, const Origin& origin, uint32_t point) {
+  std::string found;
+  for (const ast::stmt* s : fn.fn->body)
+    model::walk(s, [&](const ast::Node* n) {
+      if (own_scope(n) || n->begin >= point) return false;
+      auto* a = ast::as<ast::Assign>(n);
+      if (!a || a->targets.size != 1) return true;
+      auto* target = ast::as<ast::Name>(a->targets[0]);
+      auto* source = ast::as<ast::Name>(a->value);
+      if (!target || !source || source->id != name || target->id == name) return true;
+      if (!name_holds(fn, name, origin, a->begin)) return true;
+      // The alias's last store before the point must be this assignment.
+      std::vector<const ast::Name*> stores = stores_of(*fn.fn, std::string(target->id), a->end, point);
+      if (stores.empty()) found = std::string(target->id);
+      return true;
+    });
+  return found;
+}
+
 int reads_of(const ast::FunctionDef& replace, const std::string& param) {
   int n = 0;
   for (const ast::stmt* s : replace.body)
@@ -185,6 +208,12 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
         (!described && (!is_identifier(name) || name_holds(*r.fn, name, origin, r.edit_point)))) {
       out.arguments[param] = text;
       continue;
+    }
+    if (!described && prefix.empty()) {
+      if (std::string alias = alias_holding(*r.fn, name, origin, r.edit_point); !alias.empty()) {
+        out.arguments[param] = alias;
+        continue;
+      }
     }
     std::string why;
     if (std::optional<std::string> moved = moved_expression(origin, r, why)) {

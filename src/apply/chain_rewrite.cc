@@ -152,6 +152,14 @@ std::vector<Range> results_in_caller(const plan::Candidate& c, const model::Sour
         calls_found.push_back(assign->value);
       return true;
     });
+    // The helper may be called more than once (HF's input and post-attention
+    // norms are one class): the call computing this result comes after the
+    // chain's own ops in the caller, whose values it reads.
+    uint32_t after = 0;
+    for (const Range& op : c.apply_ops)
+      if (op.file == caller->file->path && holds(caller->fn, op)) after = std::max(after, op.end);
+    if (calls_found.size() > 1 && after > 0)
+      std::erase_if(calls_found, [&](const ast::expr* call) { return call->begin < after; });
     if (calls_found.size() == 1)
       out[i] = Range{caller->file->path, calls_found.front()->begin, calls_found.front()->end};
   }

@@ -132,8 +132,43 @@ TEST(BindingSpelling, NameATupleAssignmentGaveTheValueIsUsed) {
       << patched;
 }
 
+// The layer calls one norm class twice (HF's input and post-attention
+// norms). The add_rms_norm chain's normed result is the call after the add,
+// not the input norm before it: the rewrite must find that call site. The
+// residual is the layer's input, whose first name `hidden_states` is
+// reassigned before the add; `residual = hidden_states` still holds it and is
+// the spelling used.
+TEST(BindingSpelling, NormClassCalledTwiceTheCallAfterTheAddIsTheResult) {
+  const std::string model =
+      std::string(kNorm) +
+      "\n\n"
+      "class Layer(nn.Module):\n"
+      "    def __init__(self, hidden):\n"
+      "        super().__init__()\n"
+      "        self.proj = nn.Linear(hidden, hidden, bias=False)\n"
+      "        self.input_norm = RMSNorm(hidden)\n"
+      "        self.post_norm = RMSNorm(hidden)\n"
+      "\n"
+      "    def forward(self, hidden_states):\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = self.input_norm(hidden_states)\n"
+      "        hidden_states = self.proj(hidden_states)\n"
+      "        summed = residual + hidden_states\n"
+      "        hidden_states = self.post_norm(summed)\n"
+      "        return hidden_states, summed\n";
+  ScratchDir dir("spell_two_norm_calls");
+  PatchSet set = patches_of(dir, model);
+  ASSERT_TRUE(applied_at(set, "norm.add_rms_norm", 28)) << listed(set);
+  const std::string& patched = set.files.at(0).patched;
+  EXPECT_NE(patched.find("torch_npu.npu_add_rms_norm(residual, hidden_states, self.post_norm.weight"), std::string::npos)
+      << patched;
+  EXPECT_NE(patched.find("self.input_norm(hidden_states)"), std::string::npos) << patched;  // the input norm stays
+}
+
 // `x` named the value the norm reads until `x = other`; the norm reads it
-// through `y`. Its expression stays where it is, so there is no spelling.
+// through `z = y` after `y = x`, and `y` is reassigned too. One alias
+// (`y = x`, still holding the value) would be used; an alias of an alias
+// is not followed. The expression stays where it is, so there is no spelling.
 TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {
   ScratchDir dir("spell_rebound");
   std::string model =
@@ -144,9 +179,11 @@ TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {
       "    x = h * 2.0\n"
       "    y = x\n"
       "    x = other\n"
-      "    y32 = y.to(torch.float32)\n"
-      "    y32 = y32 * torch.rsqrt(y32.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
-      "    return weight * y32.to(y.dtype)\n"
+      "    z = y\n"
+      "    y = other\n"
+      "    z32 = z.to(torch.float32)\n"
+      "    z32 = z32 * torch.rsqrt(z32.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+      "    return weight * z32.to(z.dtype)\n"
       "\n"
       "\n"
       "def plain_norm(h, weight):\n"
@@ -160,9 +197,9 @@ TEST(BindingSpelling, NameReboundBeforeTheChainIsRefusedWithTheReason) {
   ASSERT_NE(refused, set.manual.end()) << listed(set);
   EXPECT_NE(refused->what.find("'x' does not hold that value"), std::string::npos) << refused->what;
   EXPECT_NE(refused->what.find("model.py:5"), std::string::npos) << refused->what;
-  EXPECT_FALSE(applied_at(set, "norm.rms_norm", 8)) << listed(set);
+  EXPECT_FALSE(applied_at(set, "norm.rms_norm", 10)) << listed(set);
   // The same chain where `x` still holds the value reads `x`.
-  ASSERT_TRUE(applied_at(set, "norm.rms_norm", 15)) << listed(set);
+  ASSERT_TRUE(applied_at(set, "norm.rms_norm", 17)) << listed(set);
   EXPECT_NE(set.files.at(0).patched.find("npu_rms_norm(x, weight, epsilon=1e-6)"), std::string::npos)
       << set.files.at(0).patched;
 }
