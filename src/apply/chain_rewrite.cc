@@ -166,6 +166,12 @@ std::vector<Range> results_in_caller(const plan::Candidate& c, const model::Sour
   return out;
 }
 
+// `a = b`: one name copied to another.
+bool name_copy(const ast::stmt* s) {
+  auto* a = ast::as<ast::Assign>(s);
+  return a && a->targets.size == 1 && ast::as<ast::Name>(a->targets[0]) && ast::as<ast::Name>(a->value);
+}
+
 std::string fresh(const std::string& base, std::set<std::string>& taken) {
   std::string name = base;
   for (int n = 2; taken.count(name); ++n) name = fmt::format("{}{}", base, n);
@@ -268,10 +274,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       last = std::max(last, i);
     }
   if (first == list.size()) return Refused{fmt::format("no op of the chain lies in {}", fn->qualified), here};
-  for (size_t i = first; i <= last; ++i)
-    if (!touched[i])
+  // Between the chain's statements only a plain copy of a name may sit
+  // (`residual = hidden_states` between HF's residual add and its norm): it
+  // stays, after the results it reads are bound.
+  std::set<const ast::stmt*> copies;
+  for (size_t i = first; i <= last; ++i) {
+    if (touched[i]) continue;
+    if (!name_copy(list[i]))
       return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                  list[i]->lineno), here};
+    copies.insert(list[i]);
+  }
   std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
   for (const std::string& h : helpers)
     if (!run_calls(run, *fn, h, sources))
@@ -300,7 +313,24 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       returned = values[i]->begin == outputs[i].begin && values[i]->end == outputs[i].end;
   }
   std::map<const ast::stmt*, KeptStatement> kept;
-  if (!returned) {
+  // With copies in the run, each result goes to a temporary and is bound to
+  // its name where its statement was, so a copy sees what it saw before.
+  std::vector<std::pair<const ast::stmt*, std::string>> ordered;  // statement -> "name = temporary" or the copy
+  if (!copies.empty()) {
+    if (returned) return Refused{"a copy statement sits before the chain's return; edit it by hand", here};
+    for (const Range& out : outputs) {
+      const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
+      std::string name = bound_name(s, out);
+      if (name.empty())
+        return Refused{fmt::format("{}:{}: with a copy statement in between, each result must be assigned to a name",
+                                   file->path, s->lineno), here};
+      std::string temporary = fresh("npu_result", request.taken_names);
+      request.targets.push_back(temporary);
+      ordered.emplace_back(s, name + " = " + temporary);
+    }
+    for (const ast::stmt* s : copies) ordered.emplace_back(s, std::string(text_of(*file, s)));
+    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first->begin < b.first->begin; });
+  } else if (!returned) {
     for (const Range& out : outputs) {
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
       std::string name = bound_name(s, out);
@@ -340,9 +370,30 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // results are assigned again), nor by what kept statements keep.
   std::set<std::string> gone;
   for (const ast::stmt* s : run)
-    if (!kept.count(s))
+    if (!kept.count(s) && !copies.count(s))
       for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
   for (const std::string& t : request.targets) gone.erase(t);
+  for (const auto& [s, line] : ordered)
+    if (!copies.count(s)) gone.erase(line.substr(0, line.find(" = ")));
+  // A copy reads only results bound before it or names the run leaves alone;
+  // and no chain statement after a copy reads the name it assigns (the
+  // replacement reads everything before the copy runs).
+  for (const ast::stmt* copy : copies) {
+    for (const std::string& read : names_in(copy, ast::expr_context::Load)) {
+      bool bound_before = std::any_of(ordered.begin(), ordered.end(), [&](const auto& o) {
+        return !copies.count(o.first) && o.first->begin < copy->begin && o.second.rfind(read + " = ", 0) == 0;
+      });
+      if (gone.count(read) || (!bound_before && std::any_of(run.begin(), run.end(), [&](const ast::stmt* s) {
+                                 return !copies.count(s) && names_in(s, ast::expr_context::Store).count(read);
+                               })))
+        return Refused{fmt::format("the copy at {}:{} reads '{}', which the chain computes", file->path, copy->lineno, read), here};
+    }
+    for (const std::string& written : names_in(copy, ast::expr_context::Store))
+      for (const ast::stmt* s : run)
+        if (s->begin > copy->begin && !copies.count(s) && names_in(s, ast::expr_context::Load).count(written))
+          return Refused{fmt::format("the chain reads '{}' at {}:{} after the copy at {}:{} assigns it", written, file->path,
+                                     s->lineno, file->path, copy->lineno), here};
+  }
   for (const auto& [s, k] : kept) {
     auto inside_result = [&, &k = k](const ast::Node* x) {
       return std::any_of(k.results.begin(), k.results.end(),
@@ -438,6 +489,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   }
   for (const ast::stmt* s : run)
     if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
+  for (const auto& [s, line] : ordered) replaced += "\n" + request.indent + line;
   return Rewritten{Edit{file->path, run.front()->begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 

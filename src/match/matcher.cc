@@ -242,10 +242,11 @@ bool overlaps(const std::vector<int>& a, const std::vector<int>& b) {
 
 const std::string& rule_id(const Pattern& p) { return p.rule ? p.rule->id : p.alternative; }
 
-// An unnamed value that one of the chain's ops reads through a name unpacked
-// from a tuple or taken from it by index: that name (the first such read).
+// A value one of the chain's ops reads through a name unpacked from a tuple
+// or taken from it by index: that name (the first such read). It is the
+// name the chain's own code uses; the value's first name may belong to the
+// inlined callee that returned it (`attn_output` inside the attention).
 int named_alias(const FunctionDataflow& g, const std::vector<int>& ops, int value) {
-  if (!g.values[static_cast<size_t>(value)].name.empty()) return -1;
   for (int id : ops)
     for (int in : g.ops[static_cast<size_t>(id)].inputs) {
       if (in == value || g.values[static_cast<size_t>(in)].name.empty()) continue;

@@ -26,9 +26,10 @@ struct Binding {
   std::string parameter;  // the search function's parameter name
   int value = -1;         // value id in the target graph
   std::string text;       // the model expression it came from ("self.input_layernorm.weight", "hidden_states")
-  // The value whose name `text` spells when `value` has none but the chain
-  // reads it through a name unpacked from a tuple (`attn_out, _ = self.attn(x)`
-  // reads the unnamed projection the inlined forward returned); -1 otherwise.
+  // The value whose name `text` spells when the chain reads `value` through
+  // a name unpacked from a tuple (`attn_out, _ = self.attn(x)` reads the
+  // projection the inlined forward returned, unnamed or named in that
+  // forward); -1 otherwise.
   int spelled = -1;
 };
 

@@ -165,6 +165,55 @@ TEST(BindingSpelling, NormClassCalledTwiceTheCallAfterTheAddIsTheResult) {
   EXPECT_NE(patched.find("self.input_norm(hidden_states)"), std::string::npos) << patched;  // the input norm stays
 }
 
+// HF's decoder layer: the attention output comes back through a tuple, and
+// `residual = hidden_states` sits between the residual add and the norm. The
+// copy stays where it was, after the sum is bound and before the norm's
+// result is, so it still copies the sum.
+TEST(BindingSpelling, CopyBetweenTheAddAndTheNormStaysBetweenTheirBindings) {
+  const std::string model =
+      std::string(kNorm) +
+      "\n\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, hidden):\n"
+      "        super().__init__()\n"
+      "        self.o_proj = nn.Linear(hidden, hidden, bias=False)\n"
+      "\n"
+      "    def forward(self, x):\n"
+      "        attn_output = self.o_proj(x * 2.0)\n"
+      "        return attn_output, None\n"
+      "\n"
+      "\n"
+      "class Layer(nn.Module):\n"
+      "    def __init__(self, hidden):\n"
+      "        super().__init__()\n"
+      "        self.self_attn = Attention(hidden)\n"
+      "        self.input_layernorm = RMSNorm(hidden)\n"
+      "        self.post_attention_layernorm = RMSNorm(hidden)\n"
+      "\n"
+      "    def forward(self, hidden_states):\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = self.input_layernorm(hidden_states)\n"
+      "        hidden_states, _ = self.self_attn(hidden_states)\n"
+      "        hidden_states = residual + hidden_states\n"
+      "\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = self.post_attention_layernorm(hidden_states)\n"
+      "        return hidden_states * 3.0 + residual\n";
+  ScratchDir dir("spell_copy_between");
+  PatchSet set = patches_of(dir, model);
+  ASSERT_TRUE(applied_at(set, "norm.add_rms_norm", 38)) << listed(set);
+  const std::string& patched = set.files.at(0).patched;
+  const std::string expected =
+      "        normed, __npu, residual_npu = torch_npu.npu_add_rms_norm(residual, hidden_states, "
+      "self.post_attention_layernorm.weight, self.post_attention_layernorm.eps)\n"
+      "        npu_result, npu_result2 = normed, residual_npu\n"
+      "        hidden_states = npu_result2\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = npu_result\n"
+      "        return hidden_states * 3.0 + residual\n";
+  EXPECT_NE(patched.find(expected), std::string::npos) << patched;
+}
+
 // `x` named the value the norm reads until `x = other`; the norm reads it
 // through `z = y` after `y = x`, and `y` is reassigned too. One alias
 // (`y = x`, still holding the value) would be used; an alias of an alias
