@@ -315,7 +315,12 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   std::map<const ast::stmt*, KeptStatement> kept;
   // With copies in the run, each result goes to a temporary and is bound to
   // its name where its statement was, so a copy sees what it saw before.
-  std::vector<std::pair<const ast::stmt*, std::string>> ordered;  // statement -> "name = temporary" or the copy
+  struct OrderedLine {
+    const ast::stmt* statement;  // where the line goes, in source order
+    std::string name;            // the result's name; empty for a copy
+    std::string text;            // "name = temporary", or the copy as written
+  };
+  std::vector<OrderedLine> ordered;
   if (!copies.empty()) {
     if (returned) return Refused{"a copy statement sits before the chain's return; edit it by hand", here};
     for (const Range& out : outputs) {
@@ -326,10 +331,11 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
                                    file->path, s->lineno), here};
       std::string temporary = fresh("npu_result", request.taken_names);
       request.targets.push_back(temporary);
-      ordered.emplace_back(s, name + " = " + temporary);
+      ordered.push_back({s, name, name + " = " + temporary});
     }
-    for (const ast::stmt* s : copies) ordered.emplace_back(s, std::string(text_of(*file, s)));
-    std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first->begin < b.first->begin; });
+    for (const ast::stmt* s : copies) ordered.push_back({s, "", text_of(*file, s)});
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const OrderedLine& a, const OrderedLine& b) { return a.statement->begin < b.statement->begin; });
   } else if (!returned) {
     for (const Range& out : outputs) {
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
@@ -373,15 +379,14 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     if (!kept.count(s) && !copies.count(s))
       for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
   for (const std::string& t : request.targets) gone.erase(t);
-  for (const auto& [s, line] : ordered)
-    if (!copies.count(s)) gone.erase(line.substr(0, line.find(" = ")));
+  for (const OrderedLine& o : ordered) gone.erase(o.name);
   // A copy reads only results bound before it or names the run leaves alone;
   // and no chain statement after a copy reads the name it assigns (the
   // replacement reads everything before the copy runs).
   for (const ast::stmt* copy : copies) {
     for (const std::string& read : names_in(copy, ast::expr_context::Load)) {
-      bool bound_before = std::any_of(ordered.begin(), ordered.end(), [&](const auto& o) {
-        return !copies.count(o.first) && o.first->begin < copy->begin && o.second.rfind(read + " = ", 0) == 0;
+      bool bound_before = std::any_of(ordered.begin(), ordered.end(), [&](const OrderedLine& o) {
+        return o.name == read && o.statement->begin < copy->begin;
       });
       if (gone.count(read) || (!bound_before && std::any_of(run.begin(), run.end(), [&](const ast::stmt* s) {
                                  return !copies.count(s) && names_in(s, ast::expr_context::Store).count(read);
@@ -489,7 +494,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   }
   for (const ast::stmt* s : run)
     if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
-  for (const auto& [s, line] : ordered) replaced += "\n" + request.indent + line;
+  for (const OrderedLine& o : ordered) replaced += "\n" + request.indent + o.text;
   return Rewritten{Edit{file->path, run.front()->begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 

@@ -12,26 +12,6 @@ std::string squeeze(std::string_view s) {
   return out;
 }
 
-// The conjuncts of an op's condition text: the dataflow joins nested
-// conditions with " and " and writes an else arm as "not (cond)".
-std::vector<std::string> conjuncts(const std::string& condition) {
-  std::vector<std::string> out;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < condition.size(); ++i) {
-    char c = condition[i];
-    if (c == '(' || c == '[' || c == '{') ++depth;
-    if (c == ')' || c == ']' || c == '}') --depth;
-    if (depth == 0 && condition.compare(i, 5, " and ") == 0) {
-      out.push_back(condition.substr(start, i - start));
-      start = i + 5;
-      i += 4;
-    }
-  }
-  out.push_back(condition.substr(start));
-  return out;
-}
-
 const model::BranchCondition* find_branch(const std::string& text, const std::vector<model::BranchCondition>& branches) {
   std::string key = squeeze(text);
   for (const model::BranchCondition& b : branches)
@@ -59,7 +39,7 @@ std::string branch_stage(const model::FunctionDataflow& graph, const std::vector
     if (id < 0 || static_cast<size_t>(id) >= graph.ops.size()) continue;
     const std::string& condition = graph.ops[static_cast<size_t>(id)].condition;
     if (condition.empty()) continue;
-    for (const std::string& part : conjuncts(condition)) {
+    for (const std::string& part : model::condition_clauses(condition)) {
       std::string s = conjunct_stage(part, branches, why);
       if (s.empty()) continue;
       // Ops of one match in opposite stage branches: the match spans both arms; no narrowing.

@@ -103,27 +103,27 @@ TEST(BindingSpelling, ViewPassedToAnInlinedNormIsMovedIntoTheReplacement) {
 TEST(BindingSpelling, NameATupleAssignmentGaveTheValueIsUsed) {
   const std::string model =
       std::string(kNorm) +
-           "\n\n"
-           "class Attention(nn.Module):\n"
-           "    def __init__(self, hidden):\n"
-           "        super().__init__()\n"
-           "        self.o_proj = nn.Linear(hidden, hidden, bias=False)\n"
-           "\n"
-           "    def forward(self, x):\n"
-           "        return self.o_proj(x * 2.0), None\n"
-           "\n"
-           "\n"
-           "class Layer(nn.Module):\n"
-           "    def __init__(self, hidden):\n"
-           "        super().__init__()\n"
-           "        self.attn = Attention(hidden)\n"
-           "        self.norm = RMSNorm(hidden)\n"
-           "\n"
-           "    def forward(self, hidden_states):\n"
-           "        attn_out, _ = self.attn(hidden_states)\n"
-           "        summed = hidden_states + attn_out\n"
-           "        normed = self.norm(summed)\n"
-           "        return normed, summed\n";
+      "\n\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, hidden):\n"
+      "        super().__init__()\n"
+      "        self.o_proj = nn.Linear(hidden, hidden, bias=False)\n"
+      "\n"
+      "    def forward(self, x):\n"
+      "        return self.o_proj(x * 2.0), None\n"
+      "\n"
+      "\n"
+      "class Layer(nn.Module):\n"
+      "    def __init__(self, hidden):\n"
+      "        super().__init__()\n"
+      "        self.attn = Attention(hidden)\n"
+      "        self.norm = RMSNorm(hidden)\n"
+      "\n"
+      "    def forward(self, hidden_states):\n"
+      "        attn_out, _ = self.attn(hidden_states)\n"
+      "        summed = hidden_states + attn_out\n"
+      "        normed = self.norm(summed)\n"
+      "        return normed, summed\n";
   ScratchDir dir("spell_unpacked");
   PatchSet set = patches_of(dir, model);
   ASSERT_TRUE(applied_at(set, "norm.add_rms_norm", 34)) << listed(set);
