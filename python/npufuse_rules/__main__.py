@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from . import build_inputs, clone_inputs, compare_outputs, discover_rule_files, load_rule
+from . import build_inputs, clone_inputs, compare_outputs, discover_rule_files, in_replacement_layout, load_rule
 
 
 def _rows(loaded):
@@ -19,7 +19,7 @@ def _rows(loaded):
             candidate = loaded.replace(**clone_inputs(inputs))
             for name, search in loaded.searches.items():
                 try:
-                    reference = search(**clone_inputs(inputs))
+                    reference = in_replacement_layout(rule, search(**clone_inputs(inputs)))
                 except (AttributeError, TypeError) as err:  # API missing from this torch
                     yield f"{rule['id']:38} {name:28} {dtype_name:9} skipped: {err}"
                     continue
@@ -28,7 +28,7 @@ def _rows(loaded):
                            + c.describe())
     if loaded.naives:
         inputs = build_inputs(rule, torch.float32, seed=4321)
-        reference = next(iter(loaded.searches.values()))(**clone_inputs(inputs))
+        reference = in_replacement_layout(rule, next(iter(loaded.searches.values()))(**clone_inputs(inputs)))
         for name, naive in loaded.naives.items():
             try:
                 result = compare_outputs(reference, naive(**clone_inputs(inputs)), rule.get("tolerance"))

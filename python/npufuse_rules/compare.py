@@ -94,3 +94,22 @@ def compare_outputs(reference, candidate, overrides=None):
         return [Comparison(0, torch.float32, float("inf"), float("inf"), 0.0, False,
                            f"{len(cands)} outputs, reference has {len(refs)}")]
     return [_compare_one(i, r, c, overrides) for i, (r, c) in enumerate(zip(refs, cands))]
+
+
+def deinterleave_last(t):
+    """Even lanes of the last axis first, then the odd ones (the order npu_interleave_rope writes)."""
+    return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
+
+
+def in_replacement_layout(rule, reference):
+    """The search's outputs in the layout the replacement keeps them in.
+
+    RULE["deinterleaved_returns"] lists returned values (flattened positions) that
+    the fused operator stores with the last axis de-interleaved; the reference is
+    reordered the same way before the comparison. Other outputs are unchanged.
+    """
+    positions = set(rule.get("deinterleaved_returns") or ())
+    if not positions:
+        return reference
+    outputs = flatten_outputs(reference)
+    return [deinterleave_last(t) if i in positions else t for i, t in enumerate(outputs)]

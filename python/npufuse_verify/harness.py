@@ -185,7 +185,7 @@ def run(spec):
         where, words = device_choice.select(spec.get("device", "auto"))
         result["device"] = words
         import torch
-        from npufuse_rules import build_inputs, compare_outputs, load_rule
+        from npufuse_rules import build_inputs, compare_outputs, in_replacement_layout, load_rule
         loaded = load_rule(spec["rule_file"])
         rule = dict(loaded.rule)
         rule["sizes"] = dict(rule.get("sizes", {}), **spec.get("sizes", {}))
@@ -229,7 +229,8 @@ def run(spec):
         for v in tolerance.values():
             if "atol" in v:
                 v["atol"] = v["atol"] * scale
-        comparisons = compare_outputs(reference, candidate, tolerance)
+        # outputs the fused operator keeps in another documented order are compared in it
+        comparisons = compare_outputs(in_replacement_layout(rule, reference), candidate, tolerance)
         result["outputs"] = [{"index": c.index, "dtype": str(c.dtype).replace("torch.", ""), "max_abs": c.max_abs,
                               "max_rel": c.max_rel, "cosine": c.cosine, "ok": c.ok, "why": c.why}
                              for c in comparisons]

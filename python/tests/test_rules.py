@@ -17,7 +17,7 @@ if _PYTHON_DIR not in sys.path:
 
 import torch  # noqa: E402
 
-from npufuse_rules import (build_inputs, clone_inputs, compare_outputs,  # noqa: E402
+from npufuse_rules import (build_inputs, clone_inputs, compare_outputs, in_replacement_layout,  # noqa: E402
                            discover_rule_files, load_rule, rules_root)
 
 CATALOG_DIR = os.path.join(os.path.dirname(_PYTHON_DIR), "catalog")
@@ -198,7 +198,7 @@ class RuleChecks:
                     continue  # e.g. F.rms_norm needs torch 2.4; the matcher still uses it
                 with self.subTest(search=name, dtype=dtype_name):
                     ran += 1
-                    reference = search(**clone_inputs(inputs))
+                    reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
                     result = compare_outputs(reference, candidate, self.rule.get("tolerance"))
                     self.assertTrue(all(c.ok for c in result),
                                     f"{self.rule['id']}.{name} vs replace: {_describe(result)}")
@@ -209,7 +209,8 @@ class RuleChecks:
             self.skipTest("no rejected mapping to disprove")
         search = next(iter(self.loaded.searches.values()))
         inputs = build_inputs(self.rule, torch.float32, seed=4321)
-        reference = search(**clone_inputs(inputs))
+        # a rejected mapping calls the same operator, so it is read in the replacement's layout
+        reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
         for name, naive in self.loaded.naives.items():
             with self.subTest(naive=name):
                 try:

@@ -12,6 +12,7 @@
 #include "match/graph_matcher.h"
 #include "match/match_memo.h"
 #include "match/pattern_needs.h"
+#include "match/size_expression.h"
 #include "match/op_signature.h"
 #include "match/target_index.h"
 #include "match/value_view.h"
@@ -136,6 +137,33 @@ bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
   return true;
 }
 
+// Whether `reader` reads only a size (`pairs.size(1)`) that, through size
+// arithmetic, feeds ops of the match alone: shape metadata of an
+// intermediate, not a use of its values.
+bool sizes_only_the_match(const TargetIndex& t, int reader, const std::set<int>& inside) {
+  const DataflowOp& op = t.g.ops[static_cast<size_t>(reader)];
+  bool size_read = (op.cls == model::OpClass::Attribute && op.name == "shape") ||
+                   (op.name == "size" && (op.cls == model::OpClass::Compute || op.cls == model::OpClass::Call));
+  if (!size_read) return false;
+  std::vector<int> todo(op.outputs.begin(), op.outputs.end());
+  std::set<int> seen;
+  while (!todo.empty()) {
+    int v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second) continue;
+    if (seen.size() > 32 || t.returned[static_cast<size_t>(v)]) return false;
+    for (int r : t.readers[static_cast<size_t>(v)]) {
+      if (inside.count(r)) continue;
+      const DataflowOp& next = t.g.ops[static_cast<size_t>(r)];
+      if (!is_index_arithmetic(t.g, next.outputs.empty() ? -1 : next.outputs.front()) && next.name != "unpack" &&
+          next.name != "getitem")
+        return false;
+      todo.insert(todo.end(), next.outputs.begin(), next.outputs.end());
+    }
+  }
+  return true;
+}
+
 // Whether code under `condition` never runs together with a match that
 // needs `branches` (the other arm of one of its `if`s).
 bool on_another_arm(const std::string& condition, const std::vector<std::string>& branches) {
@@ -155,6 +183,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
     const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
     for (int v : op.outputs) {
       if (std::find(anchors.begin(), anchors.end(), v) != anchors.end()) continue;
+      if (is_index_arithmetic(t.g, v)) continue;  // end_pos = start_pos + s stays in the model
       if (t.returned[static_cast<size_t>(v)]) out.push_back({v, -1, "returned", op.line});
       // Reads through tuples, unpacking and branch merges are reads of the
       // value itself: follow them to the ops that really use it.
@@ -176,7 +205,9 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
           }
           // A read on the other arm of an `if` the match goes through
           // happens only when the match's chain does not run.
-          if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside)) continue;
+          if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside) ||
+              sizes_only_the_match(t, r, inside))
+            continue;
           out.push_back({v, r, use_text(t.g, reader, v), reader.line});
         }
       }
@@ -444,13 +475,32 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
           branches.push_back(producer.condition);
     }
     // Both sides of one `if` cannot hold at once.
-    bool contradictory = std::any_of(branches.begin(), branches.end(), [&](const std::string& b) {
-      return std::find(branches.begin(), branches.end(), "not (" + b + ")") != branches.end();
-    });
+    // Compared clause by clause: an inlined helper's early return puts
+    // `not (c)` inside a longer condition (the loop's, the caller's).
+    std::set<std::string> clauses;
+    for (const std::string& b : branches)
+      for (std::string& c : model::condition_clauses(b)) clauses.insert(std::move(c));
+    bool contradictory = std::any_of(clauses.begin(), clauses.end(),
+                                     [&](const std::string& c) { return clauses.count("not (" + c + ")") > 0; });
     if (contradictory) return true;
     for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
-    m.escapes = escapes_of(index, ops, a.anchors, branches);
-    m.spans = spans_of(target, ops);
+    // A read can meet the chain only where every matched op runs: the arms
+    // the chain's own ops sit on count too (the other arm of a norm's
+    // `if hasattr(F, "rms_norm")`, a layer's other attention path).
+    std::vector<std::string> arms = branches;
+    for (int id : ops) {
+      const std::string& c = target.ops[static_cast<size_t>(id)].condition;
+      if (!c.empty() && std::find(arms.begin(), arms.end(), c) == arms.end()) arms.push_back(c);
+    }
+    m.escapes = escapes_of(index, ops, a.anchors, arms);
+    // Index bookkeeping (`end_pos = start_pos + s`) stays where it is: it
+    // does not place the chain.
+    std::vector<int> placed;
+    for (int id : ops) {
+      const DataflowOp& op = target.ops[static_cast<size_t>(id)];
+      if (op.outputs.empty() || !is_index_arithmetic(target, op.outputs.front())) placed.push_back(id);
+    }
+    m.spans = spans_of(target, placed);
     m.hints = hints_for(p, target);
     m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
     if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);

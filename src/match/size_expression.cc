@@ -82,6 +82,23 @@ bool is_shape_read(const FunctionDataflow& g, int v) {
 
 bool is_size_expression(const FunctionDataflow& g, int v) { return size_expression(g, v, 0); }
 
+bool is_index_arithmetic(const FunctionDataflow& g, int v) {
+  if (size_expression(g, v, 0)) return true;
+  const DataflowOp& op = g.producer_of(through_casts(g, v));
+  if (op.cls != OpClass::Compute || !is_size_arithmetic(op.name) || op.inputs.empty()) return false;
+  bool has_size = false;
+  for (int in : op.inputs) {
+    if (constant_of(g, in)) continue;
+    if (size_expression(g, in, 1)) {
+      has_size = true;
+      continue;
+    }
+    const DataflowOp& from = g.producer_of(through_casts(g, in));
+    if (from.cls != OpClass::Input && from.cls != OpClass::Attribute) return false;
+  }
+  return has_size;
+}
+
 bool size_matches(const FunctionDataflow& pattern, int pv, const FunctionDataflow& target, int tv) {
   return size_matches_at(pattern, pv, target, tv, 0);
 }

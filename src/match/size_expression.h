@@ -16,6 +16,12 @@ bool is_shape_read(const model::FunctionDataflow& g, int v);
 // one shape read in it.
 bool is_size_expression(const model::FunctionDataflow& g, int v);
 
+// Integer bookkeeping of a chain: a size expression, or size arithmetic over
+// sizes, literals and scalars the function takes or reads from an attribute
+// (`end_pos = start_pos + seqlen`). It stays in the model when the chain is
+// fused, so code outside reading it is no escape of the chain.
+bool is_index_arithmetic(const model::FunctionDataflow& g, int v);
+
 // Does model value `tv` compute pattern size `pv`? A bare shape read stands
 // for any size; arithmetic must be the same arithmetic with the same
 // literals, or a size the model took from elsewhere (an attribute, an input,

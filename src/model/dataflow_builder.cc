@@ -200,8 +200,21 @@ class Builder {
 
   // ---- statements -------------------------------------------------------
 
+  // The statements after `if c: ... return` (no else) run only when c is
+  // false: they carry `not (c)` like an else arm would (a norm's
+  // `if hasattr(F, "rms_norm"): return F.rms_norm(...)` before the
+  // spelled-out form), so the two forms are seen as alternatives.
   void statements(const Span<ast::stmt*>& body) {
-    for (const ast::stmt* s : body) statement(s);
+    size_t pushed = 0;
+    for (const ast::stmt* s : body) {
+      statement(s);
+      auto* i = ast::as<ast::If>(s);
+      if (i && i->orelse.empty() && i->body.size > 0 && ast::as<ast::Return>(i->body[i->body.size - 1])) {
+        conditions_.push_back("not (" + std::string(file_->text_of(i->test)) + ")");
+        ++pushed;
+      }
+    }
+    conditions_.resize(conditions_.size() - pushed);
   }
 
   void statement(const ast::stmt* s) {

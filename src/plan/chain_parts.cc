@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "match/size_expression.h"
 #include "model/function_index.h"
 
 namespace npufuse::plan {
@@ -22,11 +23,16 @@ ChainParts chain_parts(const MatchSite& site) {
     const model::FunctionRange* f = model::function_at_line(it->second, op.line);
     return {file->path, f ? f->qualified : ""};
   };
+  std::vector<Location> lines;
   for (int id : site.match.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     if (op.line <= 0) continue;
+    // Index bookkeeping (`end_pos = start_pos + s`) stays in the model: it
+    // does not place the chain.
+    if (!op.outputs.empty() && match::is_index_arithmetic(g, op.outputs.front())) continue;
     std::pair<std::string, std::string> key = place(op);
     int last = std::max(op.line, op.end_line);
+    lines.push_back(Location{key.first, op.line, last});
     auto [it, fresh] = by_function.try_emplace(key, Location{key.first, op.line, last});
     if (!fresh) {
       it->second.start_line = std::min(it->second.start_line, op.line);
@@ -34,6 +40,14 @@ ChainParts chain_parts(const MatchSite& site) {
     }
   }
   ChainParts out;
+  std::sort(lines.begin(), lines.end(), [](const Location& a, const Location& b) {
+    return a.file != b.file ? a.file < b.file : a.start_line < b.start_line;
+  });
+  for (const Location& l : lines) {
+    Location* last = out.op_lines.empty() ? nullptr : &out.op_lines.back();
+    if (last && last->file == l.file && l.start_line <= last->end_line + 1) last->end_line = std::max(last->end_line, l.end_line);
+    else out.op_lines.push_back(l);
+  }
   for (const auto& [key, where] : by_function) out.parts.push_back(where);
   std::sort(out.parts.begin(), out.parts.end(), [](const Location& a, const Location& b) {
     return a.file != b.file ? a.file < b.file : a.start_line < b.start_line;

@@ -13,6 +13,10 @@ namespace npufuse::plan {
 struct ChainParts {
   std::vector<Location> parts;  // in source order (file, then line)
   Location primary;             // one of `parts`
+  // The lines the ops themselves are on (runs of adjacent lines merged): a
+  // chain whose statements are interleaved with other code (MLA's key path
+  // between the query's statements) covers only these.
+  std::vector<Location> op_lines;
 };
 
 ChainParts chain_parts(const MatchSite& site);

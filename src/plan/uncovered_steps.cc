@@ -42,7 +42,7 @@ bool covered_by(const model::SubChainStep& step, const std::string& step_module_
   for (const Candidate& c : candidates) {
     if (c.status == Status::NoFusedOp) continue;
     if (int other = block_half(c.module); half != 0 && other != 0 && other != half) continue;
-    for (const Location& p : c.parts)
+    for (const Location& p : c.op_lines.empty() ? c.parts : c.op_lines)
       for (const model::SourceSpan& s : step.spans)
         if (overlaps(p, location_of(s))) return true;
   }

@@ -241,6 +241,12 @@ const std::map<std::string, KeyReader>& key_readers() {
       {"dtypes", [](MetadataReader& r, const Field& f, Rule&) { r.str_list(f, "dtypes"); }},
       {"tolerance", [](MetadataReader& r, const Field& f, Rule&) { require_dict_of(r, f, "tolerance", V::object, "a dict"); }},
       {"min_torch", [](MetadataReader& r, const Field& f, Rule&) { require_dict_of(r, f, "min_torch", V::string, "a str"); }},
+      {"deinterleaved_returns", [](MetadataReader& r, const Field& f, Rule&) {
+         if (!r.is_list(f, "deinterleaved_returns")) return;
+         for (const Field& e : r.elements(f))
+           if (r.is_type(e, V::number_integer, "an int", "deinterleaved_returns entry") && e.value.get<long long>() < 0)
+             r.error(e.node, "deinterleaved_returns entry: a returned value's position, 0 or more");
+       }},
       {"near_misses", read_near_misses},
       {"doc_zh", [](MetadataReader& r, const Field& f, Rule&) { r.is_str(f, "doc_zh"); }},
       {"match", [](MetadataReader& r, const Field& f, Rule& rule) {

@@ -82,6 +82,7 @@ std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, con
       {"E", {"expert_num"}},
       {"K", {"top_k"}},
       {"C", {"kv_lora_rank"}},
+      {"R", {"qk_rope_head_dim"}},
       {"G", {"group_count"}},
   };
   std::map<std::string, int64_t> out;

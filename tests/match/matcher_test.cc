@@ -143,6 +143,44 @@ TEST(Matcher, ReadOnTheOtherArmIsNoEscape) {
   EXPECT_TRUE(r.matches[0].escapes.empty()) << r.matches[0].escapes[0].how;
 }
 
+// A chain's index bookkeeping (`stop = start + s`, read by later slices) stays
+// in the model, and a size read of an intermediate that only shapes the
+// chain's own view is metadata: neither is an intermediate the fusion loses.
+// A real read of an intermediate still is.
+TEST(Matcher, IndexArithmeticAndSizeReadsAreNoEscapes) {
+  auto rule = text_rule("t.write",
+                        "def search(x, cache, start):\n"
+                        "    b, s, _ = x.shape\n"
+                        "    y = torch.exp(x)\n"
+                        "    z = y.view(b, y.size(1), -1)\n"
+                        "    cache[:b, start:start + s] = z\n"
+                        "    return cache\n");
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto quiet = function_graph(
+      "def f(x, cache, start):\n"
+      "    b, s = x.shape[0], x.shape[1]\n"
+      "    stop = start + s\n"
+      "    y = torch.exp(x)\n"
+      "    cache[:b, start:stop] = y.view(b, y.size(1), -1)\n"
+      "    return cache[:b, :stop]\n");
+  MatchResult r = match_patterns(ps, quiet->graph);
+  ASSERT_EQ(r.matches.size(), 1u) << quiet->graph.dump();
+  EXPECT_TRUE(r.matches[0].escapes.empty()) << r.matches[0].escapes[0].how;
+  ASSERT_EQ(r.matches[0].spans.size(), 1u);
+  // line 1 is function_graph's import: exp is on line 5, the bookkeeping on 4
+  EXPECT_EQ(r.matches[0].spans[0].line, 5) << "the bookkeeping line does not place the chain";
+  auto loud = function_graph(
+      "def f(x, cache, start):\n"
+      "    b, s = x.shape[0], x.shape[1]\n"
+      "    y = torch.exp(x)\n"
+      "    cache[:b, start:start + s] = y.view(b, y.size(1), -1)\n"
+      "    return cache, y.sum()\n");
+  MatchResult l = match_patterns(ps, loud->graph);
+  ASSERT_EQ(l.matches.size(), 1u) << loud->graph.dump();
+  ASSERT_EQ(l.matches[0].escapes.size(), 1u);
+  EXPECT_NE(l.matches[0].escapes[0].how.find("sum"), std::string::npos) << l.matches[0].escapes[0].how;
+}
+
 TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
   auto rule = text_rule("t.norm", kNorm);
   std::vector<Pattern> ps = compile_rule(rule->rule);

@@ -129,6 +129,23 @@ TEST_F(DataflowTest, BranchesMergeWithPhiAndKeepTheirCondition) {
   EXPECT_EQ(graph_.consumers(add.inputs[0]).size(), 2u);
 }
 
+// Code after `if c: return ...` (no else) runs only when c is false, as an
+// else arm would: a norm's native-kernel shortcut and its spelled-out form are
+// alternatives, and a read on one is no use by the other.
+TEST_F(DataflowTest, StatementsAfterAnIfThatReturnsCarryItsNegation) {
+  build("    if fast:\n        return F.rms_norm(x, (4,))\n    y = x.float()\n    return y * 2\n", "x, fast");
+  auto op_named = [&](const std::string& name) -> const DataflowOp* {
+    for (const DataflowOp& op : graph_.ops)
+      if (op.name == name) return &op;
+    return nullptr;
+  };
+  ASSERT_NE(op_named("rms_norm"), nullptr);
+  EXPECT_EQ(op_named("rms_norm")->condition, "fast");
+  ASSERT_NE(op_named("mul"), nullptr);
+  EXPECT_EQ(op_named("mul")->condition, "not (fast)");
+  EXPECT_EQ(graph_.producer_of(op_named("mul")->inputs[0]).condition, "not (fast)");
+}
+
 TEST_F(DataflowTest, CallsOfHelpersAndSubmodulesStayOpaqueButNamed) {
   std::string text =
       "import torch\n"

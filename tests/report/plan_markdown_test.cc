@@ -56,7 +56,7 @@ TEST(PlanMarkdown, EachCheckShowsItsAnswerAndDoc) {
 TEST(PlanMarkdown, LocationsPrerequisitesAndEscapesAreShown) {
   std::string md = plan_to_markdown(testing::sample_plan(), Lang::En);
   EXPECT_NE(md.find("`models/m/model.py:12-18` (and 1 more place: `models/m/model.py:40-46`)"), std::string::npos) << md;
-  EXPECT_NE(md.find("`rope_cos_sin_precompute` (mechanical (`npufuse apply` does it), at `models/m/model.py:30-35`)"),
+  EXPECT_NE(md.find("`rope_cos_sin_precompute` (mechanical (a refactor that keeps the numbers; `npufuse apply` lists whether it performs it), at `models/m/model.py:30-35`)"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("- rotate_half(q) is also returned to the caller"), std::string::npos);

@@ -108,6 +108,14 @@ TEST(StrictLoading, WrongTypeIsNamed) {
   EXPECT_EQ(load_error(text), "rules/demo/add.py:19:14: title: expected a str, got int");
 }
 
+TEST(StrictLoading, DeinterleavedReturnsArePositions) {
+  EXPECT_EQ(load_error(valid_rule("    \"deinterleaved_returns\": [0],\n")), "");
+  std::string error = load_error(valid_rule("    \"deinterleaved_returns\": [\"k\"],\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:31: deinterleaved_returns entry: expected an int, got str", 0), 0u) << error;
+  error = load_error(valid_rule("    \"deinterleaved_returns\": 1,\n"));
+  EXPECT_NE(error.find("deinterleaved_returns: expected a list"), std::string::npos) << error;
+}
+
 TEST(StrictLoading, ModuleMustBeListed) {
   std::string text = valid_rule();
   text.replace(text.find("\"other\""), 7, "\"adder\"");
