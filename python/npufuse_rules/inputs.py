@@ -23,7 +23,7 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 
 
 def resolve_size(value, sizes):
-    """An int, or an arithmetic expression over the size names (no calls, no attributes)."""
+    """An int, or an arithmetic expression over the size names (no calls, no attributes), or a list of them."""
     if isinstance(value, (int, float)):
         return value
 
@@ -40,6 +40,8 @@ def resolve_size(value, sizes):
             return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
+        if isinstance(node, ast.List):  # a list of sizes (varlen sequence lengths that sum to T)
+            return [ev(e) for e in node.elts]
         raise ValueError(f"unsupported size expression {value!r}")
 
     return ev(ast.parse(str(value), mode="eval"))
@@ -98,6 +100,12 @@ def _make(spec, sizes, act_dtype, gen):
         for s in shape:
             n *= s
         t = torch.arange(n).reshape(shape) + int(resolve_size(spec.get("start", 0), sizes))
+    elif init == "unique_per_row":  # distinct along the last axis only: a top-k's expert ids per token
+        high = int(resolve_size(spec["high"], sizes))
+        rows = 1
+        for s in shape[:-1]:
+            rows *= s
+        t = torch.stack([torch.randperm(high, generator=gen)[:shape[-1]] for _ in range(rows)]).reshape(shape)
     elif init == "unique_randint":
         high = int(resolve_size(spec["high"], sizes))
         n = 1

@@ -204,6 +204,26 @@ class RuleChecks:
                                     f"{self.rule['id']}.{name} vs replace: {_describe(result)}")
         self.assertGreater(ran, 0, "no search alternative could run here")
 
+    def test_search_and_replace_run_at_verify_sizes(self):
+        # `npufuse verify` sets B and S from --batch/--seq (default 1 x 16) and keeps the
+        # rule's other sizes: shapes derived from fixed sizes (a cache length) must follow.
+        replace = self.loaded.replace
+        if replace is None:
+            self.skipTest("display-only rule without a replacement")
+        rule = dict(self.rule)
+        sizes = dict(rule.get("sizes", {}))
+        for name, value in (("B", 1), ("S", 16), ("T", 16)):
+            if name in sizes:
+                sizes[name] = value
+        rule["sizes"] = sizes
+        inputs = build_inputs(rule, torch.float32, seed=99)
+        search_name, search = next(iter(self.loaded.searches.items()))
+        if search_name in rule.get("min_torch", {}) and not _torch_at_least(rule["min_torch"][search_name]):
+            self.skipTest("the first search alternative needs a newer torch")
+        reference = in_replacement_layout(rule, search(**clone_inputs(inputs)))
+        result = compare_outputs(reference, replace(**clone_inputs(inputs)), rule.get("tolerance"))
+        self.assertTrue(all(c.ok for c in result), f"{rule['id']} at B=1, S=16: {_describe(result)}")
+
     def test_naive_mappings_are_wrong(self):
         if not self.loaded.naives:
             self.skipTest("no rejected mapping to disprove")

@@ -79,7 +79,7 @@ RULE = {
         "query": {"shape": ["T", "N", "D"], "dtype": "act"},
         "key": {"shape": ["T", "KVN", "D"], "dtype": "act"},
         "value": {"shape": ["T", "KVN", "D"], "dtype": "act"},
-        "seq_lens": {"dtype": "param", "value": [3, 5, 4]},
+        "seq_lens": {"dtype": "param", "expr": "[T // 4, T - T // 4 - T // 3, T // 3]"},
         "scaling": {"dtype": "param", "expr": "D ** -0.5"},
         "n_rep": {"dtype": "param", "expr": "N // KVN"},
     },

@@ -51,11 +51,11 @@ RULE = {
     "facts": {"paged": False},
     "hints": {"class_names": ["StaticCache"]},
     "inputs": {
-        "key_cache": {"shape": ["B", "KVN", "SMAX", "D"], "dtype": "act"},
+        "key_cache": {"shape": ["B", "KVN", "START + S + 8", "D"], "dtype": "act"},
         "key_states": {"shape": ["B", "KVN", "S", "D"], "dtype": "act"},
         "cache_position": {"shape": ["S"], "dtype": "int64", "init": "arange", "start": "START"},
     },
-    "sizes": {"B": 2, "KVN": 2, "SMAX": 16, "S": 3, "D": 32, "START": 5},
+    "sizes": {"B": 2, "KVN": 2, "S": 3, "D": 32, "START": 5},
     "dtypes": ["float32", "bfloat16"],
     "near_misses": [
         {"file": "fixtures/cache_update_scatter_nomatch_scattered_positions.py",

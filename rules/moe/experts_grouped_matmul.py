@@ -79,7 +79,7 @@ RULE = {
     "inputs": {
         "tokens": {"shape": ["T", "H"], "dtype": "act"},
         "routing_weights": {"shape": ["T", "K"], "dtype": "act", "init": "uniform", "low": 0.1, "high": 1.0},
-        "expert_ids": {"shape": ["T", "K"], "dtype": "int64", "init": "unique_randint", "high": "E"},
+        "expert_ids": {"shape": ["T", "K"], "dtype": "int64", "init": "unique_per_row", "high": "E"},
         "gate_weights": {"shape": ["E", "I", "H"], "dtype": "act", "scale": 0.1},
         "up_weights": {"shape": ["E", "I", "H"], "dtype": "act", "scale": 0.1},
         "down_weights": {"shape": ["E", "H", "I"], "dtype": "act", "scale": 0.1},
