@@ -164,6 +164,21 @@ bool sizes_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
   return true;
 }
 
+// Whether `reader` is a cast whose value only ops of the match read (the
+// norm's `h = x.float()` when the walk reached x first through the chain's
+// `type_as(x)`): the chain's own cast, not a use outside it.
+bool cast_for_the_match(const TargetIndex& t, int reader, const std::set<int>& inside) {
+  const DataflowOp& op = t.g.ops[static_cast<size_t>(reader)];
+  if (op.cls != model::OpClass::Cast || op.outputs.empty()) return false;
+  for (int v : op.outputs) {
+    if (t.returned[static_cast<size_t>(v)]) return false;
+    std::vector<int> readers = real_readers(t, v);
+    if (readers.empty() || !std::all_of(readers.begin(), readers.end(), [&](int r) { return inside.count(r) > 0; }))
+      return false;
+  }
+  return true;
+}
+
 // Whether code under `condition` never runs together with a match that
 // needs `branches` (the other arm of one of its `if`s).
 bool on_another_arm(const std::string& condition, const std::vector<std::string>& branches) {
@@ -206,7 +221,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
           // A read on the other arm of an `if` the match goes through
           // happens only when the match's chain does not run.
           if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside) ||
-              sizes_only_the_match(t, r, inside))
+              sizes_only_the_match(t, r, inside) || cast_for_the_match(t, r, inside))
             continue;
           out.push_back({v, r, use_text(t.g, reader, v), reader.line});
         }
@@ -362,7 +377,8 @@ bool lies_within(const Match& part, const Match& whole) {
 }
 
 // RULE["match"]["contains"]: a match of a named rule whose ops all lie in a
-// match of the containing rule is a part of that chain, not a chain.
+// match of the containing rule, which runs in all of its stages, is a part of
+// that chain, not a chain.
 void drop_contained_parts(std::vector<Match>& matches) {
   std::vector<bool> part(matches.size(), false);
   for (const Match& whole : matches) {
@@ -371,7 +387,14 @@ void drop_contained_parts(std::vector<Match>& matches) {
     for (size_t i = 0; i < matches.size(); ++i) {
       const Match& m = matches[i];
       if (&m == &whole || !contains.count(rule_id(*m.pattern))) continue;
-      if (lies_within(m, whole)) part[i] = true;
+      // Only where the whole runs in every stage the part does: a decode-only
+      // prolog leaves the prefill key path a chain of its own.
+      const std::vector<std::string>& whole_stages = whole.pattern->rule->stages;
+      const std::vector<std::string>& part_stages = m.pattern->rule->stages;
+      bool covers = std::all_of(part_stages.begin(), part_stages.end(), [&](const std::string& st) {
+        return std::find(whole_stages.begin(), whole_stages.end(), st) != whole_stages.end();
+      });
+      if (covers && lies_within(m, whole)) part[i] = true;
     }
   }
   size_t kept = 0;

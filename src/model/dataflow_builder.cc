@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -303,18 +304,32 @@ class Builder {
   // (`Linear(dim, inter)`, `bias` left at its default False).
   bool none_in_this_instance(const std::string& attr) const {
     if (!instance_ || !cls_) return false;
-    const ClassDecl* owner = nullptr;
-    const ast::FunctionDef* init = find_method(sources_, *cls_, "__init__", &owner);
-    if (!init) return false;
-    auto flag = [&](const ast::expr* test) -> std::optional<bool> {
-      auto* n = ast::as<ast::Name>(test);
-      if (!n) return std::nullopt;
-      auto it = instance_->bindings.find(std::string(n->id));
+    // The constructor's own flags, from the instance's bound arguments.
+    std::function<std::optional<bool>(std::string_view)> bound = [&](std::string_view name) -> std::optional<bool> {
+      auto it = instance_->bindings.find(std::string(name));
       if (it == instance_->bindings.end() || !it->second.is_known()) return std::nullopt;
       const nlohmann::json& v = it->second.value;
       if (v.is_boolean()) return v.get<bool>();
       if (v.is_null()) return false;
       return std::nullopt;
+    };
+    return none_set_by_init(attr, *cls_, bound, 0);
+  }
+
+  // Whether the __init__ that `cls` runs sets `self.<attr>` to None, with the
+  // flags its parameters hold given by `flag_of`. A subclass whose __init__
+  // only hands its flag on (`super().__init__(in_f, out_f // world, bias)`)
+  // is followed into the base's __init__ with the argument mapped.
+  bool none_set_by_init(const std::string& attr, const ClassDecl& cls,
+                        const std::function<std::optional<bool>(std::string_view)>& flag_of, int depth) const {
+    if (depth > 4) return false;
+    const ClassDecl* owner = nullptr;
+    const ast::FunctionDef* init = find_method(sources_, cls, "__init__", &owner);
+    if (!init) return false;
+    auto flag = [&](const ast::expr* test) -> std::optional<bool> {
+      auto* n = ast::as<ast::Name>(test);
+      if (!n) return std::nullopt;
+      return flag_of(n->id);
     };
     auto is_none = [](const ast::expr* e) {
       auto* k = ast::as<ast::Constant>(e);
@@ -351,6 +366,42 @@ class Builder {
         std::optional<bool> on = flag(i->test);
         if (on && sets_none(*on ? i->body : i->orelse)) return true;
       }
+    }
+    // super().__init__(...): the base's parameters take this call's arguments.
+    for (const ast::stmt* st : init->body) {
+      auto* ex = ast::as<ast::Expr>(st);
+      auto* call = ex ? ast::as<ast::Call>(ex->value) : nullptr;
+      auto* f = call ? ast::as<ast::Attribute>(call->func) : nullptr;
+      auto* sup = f ? ast::as<ast::Call>(f->value) : nullptr;
+      auto* sup_name = sup ? ast::as<ast::Name>(sup->func) : nullptr;
+      if (!f || f->attr != "__init__" || !sup_name || sup_name->id != "super") continue;
+      const ClassDecl* base = nullptr;
+      for (const ast::expr* b : owner->node->bases)
+        if (const ClassDecl* c = sources_.find_class(dotted_name(b)); c && c != owner) {
+          base = c;
+          break;
+        }
+      if (!base) return false;
+      const ast::FunctionDef* base_init = find_method(sources_, *base, "__init__");
+      if (!base_init) return false;
+      std::map<std::string, const ast::expr*> passed;
+      const auto& params = base_init->args->args;
+      for (size_t k = 0; k < call->args.size && k + 1 < params.size; ++k)
+        passed[std::string(params[k + 1]->arg)] = call->args[k];  // params[0] is self
+      for (const ast::keyword* kw : call->keywords)
+        if (kw->arg.size()) passed[std::string(kw->arg)] = kw->value;
+      auto mapped = [&](std::string_view name) -> std::optional<bool> {
+        auto it = passed.find(std::string(name));
+        if (it == passed.end()) return std::nullopt;
+        if (auto* n = ast::as<ast::Name>(it->second)) return flag_of(n->id);
+        if (auto* k = ast::as<ast::Constant>(it->second)) {
+          if (k->value.kind == ast::ConstantKind::None) return false;
+          if (k->value.kind == ast::ConstantKind::True) return true;
+          if (k->value.kind == ast::ConstantKind::False) return false;
+        }
+        return std::nullopt;
+      };
+      return none_set_by_init(attr, *base, mapped, depth + 1);
     }
     return false;
   }

@@ -312,6 +312,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     c.apis = rule.apis;
     c.parts = std::move(where.parts);
     c.op_lines = std::move(where.op_lines);
+    c.op_scopes = std::move(where.op_scopes);
     c.location = where.primary;
     c.id = fmt::format("{}@{}:{}", rule.id, c.location.file, c.location.start_line);
     if (int n = ++ids_seen[c.id]; n > 1) c.id += fmt::format("#{}", n);

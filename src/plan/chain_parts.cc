@@ -23,7 +23,7 @@ ChainParts chain_parts(const MatchSite& site) {
     const model::FunctionRange* f = model::function_at_line(it->second, op.line);
     return {file->path, f ? f->qualified : ""};
   };
-  std::vector<Location> lines;
+  std::vector<std::pair<Location, std::string>> lines;
   for (int id : site.match.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     if (op.line <= 0) continue;
@@ -32,7 +32,7 @@ ChainParts chain_parts(const MatchSite& site) {
     if (!op.outputs.empty() && match::is_index_arithmetic(g, op.outputs.front())) continue;
     std::pair<std::string, std::string> key = place(op);
     int last = std::max(op.line, op.end_line);
-    lines.push_back(Location{key.first, op.line, last});
+    lines.push_back({Location{key.first, op.line, last}, op.scope});
     auto [it, fresh] = by_function.try_emplace(key, Location{key.first, op.line, last});
     if (!fresh) {
       it->second.start_line = std::min(it->second.start_line, op.line);
@@ -40,13 +40,18 @@ ChainParts chain_parts(const MatchSite& site) {
     }
   }
   ChainParts out;
-  std::sort(lines.begin(), lines.end(), [](const Location& a, const Location& b) {
-    return a.file != b.file ? a.file < b.file : a.start_line < b.start_line;
+  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+    if (a.second != b.second) return a.second < b.second;
+    return a.first.file != b.first.file ? a.first.file < b.first.file : a.first.start_line < b.first.start_line;
   });
-  for (const Location& l : lines) {
+  for (const auto& [l, scope] : lines) {
     Location* last = out.op_lines.empty() ? nullptr : &out.op_lines.back();
-    if (last && last->file == l.file && l.start_line <= last->end_line + 1) last->end_line = std::max(last->end_line, l.end_line);
-    else out.op_lines.push_back(l);
+    if (last && out.op_scopes.back() == scope && last->file == l.file && l.start_line <= last->end_line + 1) {
+      last->end_line = std::max(last->end_line, l.end_line);
+    } else {
+      out.op_lines.push_back(l);
+      out.op_scopes.push_back(scope);
+    }
   }
   for (const auto& [key, where] : by_function) out.parts.push_back(where);
   std::sort(out.parts.begin(), out.parts.end(), [](const Location& a, const Location& b) {

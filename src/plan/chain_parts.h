@@ -17,6 +17,7 @@ struct ChainParts {
   // chain whose statements are interleaved with other code (MLA's key path
   // between the query's statements) covers only these.
   std::vector<Location> op_lines;
+  std::vector<std::string> op_scopes;  // per op_lines entry: the module path whose code ran there ("self.q_a_proj")
 };
 
 ChainParts chain_parts(const MatchSite& site);

@@ -78,6 +78,7 @@ struct Candidate {
   std::vector<Location> extra_locations;  // other places the same chain was matched (one per instance)
   std::vector<Location> parts;       // one file:line range per function the matched ops run through; location is one of them
   std::vector<Location> op_lines;    // the matched ops' own lines (adjacent ones merged); not written to the plan
+  std::vector<std::string> op_scopes;  // per op_lines entry, the module path whose code it is; not written to the plan
   std::string instance;              // "model.layers[*].input_layernorm", when known
   std::vector<std::string> evidence; // the matched ops and bindings, in words
   std::vector<std::string> escapes;  // intermediates a fusion would no longer produce

@@ -36,12 +36,60 @@ int block_half(const std::string& module) {
 // Coverage is by lines; a helper both halves call (a `linear(x, w, bias)`
 // function) puts an MLA projection and an FFN's GEMM on the same lines, so a
 // candidate of one half never covers a step of the other.
+//
+// A helper every projection calls (`linear(x, w)`) also puts the query's and
+// the output's projections on one line: for a projection step, where the candidate knows the module
+// path of its ops' code and the step's ops are in the block graph, the paths
+// must agree too (the candidate's `self.q_a_proj`, matched in the attention's
+// forward, is the block's `self.attn.q_a_proj`, never `self.attn.o_proj`).
+const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataflow>& graphs, const std::string& cls);
+
+// Module paths with the list indices dropped (`self.experts[i]` and
+// `self.mlp.experts[e]` are the same code).
+std::string without_indices(const std::string& scope) {
+  std::string out;
+  int depth = 0;
+  for (char ch : scope) {
+    if (ch == '[') ++depth;
+    if (depth == 0) out += ch;
+    if (ch == ']' && depth > 0) --depth;
+  }
+  return out;
+}
+
+bool same_module_code(const std::string& candidate_scope, const std::string& step_scope) {
+  std::string tail = without_indices(candidate_scope);
+  if (tail.rfind("self", 0) == 0) tail.erase(0, 4);
+  if (tail.empty()) return true;
+  std::string step = without_indices(step_scope);
+  return step.size() >= tail.size() && step.compare(step.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 bool covered_by(const model::SubChainStep& step, const std::string& step_module_name,
-                const std::vector<Candidate>& candidates) {
+                const std::vector<Candidate>& candidates, const model::FunctionDataflow* block) {
   const int half = block_half(step_module_name);
   for (const Candidate& c : candidates) {
     if (c.status == Status::NoFusedOp) continue;
     if (int other = block_half(c.module); half != 0 && other != 0 && other != half) continue;
+    bool projection = step.kind.size() >= 11 && step.kind.compare(step.kind.size() - 11, 11, "_projection") == 0;
+    projection = projection || step.kind == "q_down" || step.kind == "q_up" || step.kind == "kv_down" || step.kind == "kv_up";
+    if (projection && block && !step.ops.empty() && !c.op_lines.empty() && c.op_scopes.size() == c.op_lines.size()) {
+      bool met = false, other_code = false;
+      for (int id : step.ops) {
+        if (id < 0 || static_cast<size_t>(id) >= block->ops.size()) continue;
+        const model::DataflowOp& op = block->ops[static_cast<size_t>(id)];
+        if (op.line <= 0) continue;
+        std::string file = op.file ? op.file->path : (block->file ? block->file->path : "");
+        Location at{file, op.line, std::max(op.line, op.end_line)};
+        for (size_t k = 0; k < c.op_lines.size(); ++k) {
+          if (!overlaps(c.op_lines[k], at)) continue;
+          if (same_module_code(c.op_scopes[k], op.scope)) met = true;
+          else other_code = true;
+        }
+      }
+      if (met) return true;
+      if (other_code) continue;  // the same lines, run for another module
+    }
     for (const Location& p : c.op_lines.empty() ? c.parts : c.op_lines)
       for (const model::SourceSpan& s : step.spans)
         if (overlaps(p, location_of(s))) return true;
@@ -159,7 +207,9 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
   for (const model::BlockChains& block : blocks) {
     for (const model::ModuleChain& chain : block.modules) {
       for (const model::SubChainStep& step : chain.steps) {
-        if (step.spans.empty() || covered_by(step, step_module(chain.module, step.kind), covered)) continue;
+        if (step.spans.empty() ||
+            covered_by(step, step_module(chain.module, step.kind), covered, block_graph(graphs, block.block_class)))
+          continue;
         Location where = location_of(step.spans.front());
         std::string key = fmt::format("{}.{}@{}:{}", chain.module, step.kind, where.file, where.start_line);
         if (!seen.insert(key).second) continue;

@@ -83,6 +83,7 @@ std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, con
       {"K", {"top_k"}},
       {"C", {"kv_lora_rank"}},
       {"R", {"qk_rope_head_dim"}},
+      {"Q", {"q_lora_rank"}},
       {"G", {"group_count"}},
   };
   std::map<std::string, int64_t> out;

@@ -65,6 +65,15 @@ TEST(InlinedDataflow, LinearReadsItsBiasUnlessItHasNone) {
   EXPECT_FALSE(reads(llama->graph, "self.self_attn.q_proj.bias"));                 // bias=config.attention_bias
 }
 
+// A subclass that only hands its bias flag on to the base's __init__
+// (`ColumnParallelLinear(in, out)` -> `super().__init__(in, out // world_size,
+// bias, dtype)`) registers no bias when the flag is off, like the base.
+TEST(InlinedDataflow, BiasFlagHandedOnThroughSuperInitIsFollowed) {
+  auto r = inline_forward("deepseek_v3_like", "MLP");
+  EXPECT_FALSE(reads(r->graph, "self.w1.bias")) << r->graph.dump();  // ColumnParallelLinear(dim, inter_dim)
+  EXPECT_FALSE(reads(r->graph, "self.w2.bias"));                      // RowParallelLinear(inter_dim, dim)
+}
+
 TEST(InlinedDataflow, ExpertLoopInlinesTheExpertOnceInsideTheLoop) {
   auto r = inline_forward("qwen3_moe_like", "Qwen3MoeSparseMoeBlock");
   const FunctionDataflow& g = r->graph;

@@ -80,7 +80,7 @@ TEST(CostModel, EmbeddedTableCoversEveryRule) {
 TEST(CostModel, EveryEmbeddedEntryEvaluatesAtLlamaSizesAndFusedIsCheaper) {
   const CostModel& m = CostModel::embedded();
   std::map<std::string, int64_t> sizes = {{"H", 4096}, {"I", 14336}, {"D", 128}, {"N", 32}, {"KVN", 8},
-                                          {"E", 64},   {"K", 8},     {"C", 512}, {"G", 8}, {"R", 64}};
+                                          {"E", 64},   {"K", 8},     {"C", 512}, {"G", 8}, {"R", 64}, {"Q", 1536}};
   for (const auto& [id, cost] : m.rules()) {
     Estimate e = m.estimate(id, sizes, 1, 128, 2);
     ASSERT_TRUE(e.unavailable.empty()) << id << ": " << e.unavailable;
