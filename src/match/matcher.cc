@@ -142,9 +142,7 @@ bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
 // intermediate, not a use of its values.
 bool sizes_only_the_match(const TargetIndex& t, int reader, const std::set<int>& inside) {
   const DataflowOp& op = t.g.ops[static_cast<size_t>(reader)];
-  bool size_read = (op.cls == model::OpClass::Attribute && op.name == "shape") ||
-                   (op.name == "size" && (op.cls == model::OpClass::Compute || op.cls == model::OpClass::Call));
-  if (!size_read) return false;
+  if (op.outputs.empty() || !is_shape_read(t.g, op.outputs.front())) return false;
   std::vector<int> todo(op.outputs.begin(), op.outputs.end());
   std::set<int> seen;
   while (!todo.empty()) {
@@ -519,10 +517,8 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     // Index bookkeeping (`end_pos = start_pos + s`) stays where it is: it
     // does not place the chain.
     std::vector<int> placed;
-    for (int id : ops) {
-      const DataflowOp& op = target.ops[static_cast<size_t>(id)];
-      if (op.outputs.empty() || !is_index_arithmetic(target, op.outputs.front())) placed.push_back(id);
-    }
+    for (int id : ops)
+      if (!is_index_bookkeeping(target, target.ops[static_cast<size_t>(id)])) placed.push_back(id);
     m.spans = spans_of(target, placed);
     m.hints = hints_for(p, target);
     m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;

@@ -99,6 +99,10 @@ bool is_index_arithmetic(const FunctionDataflow& g, int v) {
   return has_size;
 }
 
+bool is_index_bookkeeping(const FunctionDataflow& g, const DataflowOp& op) {
+  return !op.outputs.empty() && is_index_arithmetic(g, op.outputs.front());
+}
+
 bool size_matches(const FunctionDataflow& pattern, int pv, const FunctionDataflow& target, int tv) {
   return size_matches_at(pattern, pv, target, tv, 0);
 }

@@ -22,6 +22,9 @@ bool is_size_expression(const model::FunctionDataflow& g, int v);
 // fused, so code outside reading it is no escape of the chain.
 bool is_index_arithmetic(const model::FunctionDataflow& g, int v);
 
+// An op computing only such bookkeeping: it does not place a chain.
+bool is_index_bookkeeping(const model::FunctionDataflow& g, const model::DataflowOp& op);
+
 // Does model value `tv` compute pattern size `pv`? A bare shape read stands
 // for any size; arithmetic must be the same arithmetic with the same
 // literals, or a size the model took from elsewhere (an attribute, an input,

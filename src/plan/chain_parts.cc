@@ -29,7 +29,7 @@ ChainParts chain_parts(const MatchSite& site) {
     if (op.line <= 0) continue;
     // Index bookkeeping (`end_pos = start_pos + s`) stays in the model: it
     // does not place the chain.
-    if (!op.outputs.empty() && match::is_index_arithmetic(g, op.outputs.front())) continue;
+    if (match::is_index_bookkeeping(g, op)) continue;
     std::pair<std::string, std::string> key = place(op);
     int last = std::max(op.line, op.end_line);
     lines.push_back({Location{key.first, op.line, last}, op.scope});

@@ -23,6 +23,13 @@ bool prolog_projection(const std::string& chain_module, const std::string& kind)
   return (chain_module == "mla" || chain_module == "indexer") && kinds.count(kind);
 }
 
+// Steps that are one projection's GEMM. A shared `linear(x, w)` helper puts
+// several of them on one line, so their coverage also compares the submodule.
+bool projection_step(const std::string& kind) {
+  bool named = kind.size() >= 11 && kind.compare(kind.size() - 11, 11, "_projection") == 0;
+  return named || kind == "q_down" || kind == "q_up" || kind == "kv_down" || kind == "kv_up";
+}
+
 Location location_of(const model::SourceSpan& s) { return Location{s.file, s.line, s.end_line > 0 ? s.end_line : s.line}; }
 
 // The half of a block a module belongs to: 1 the attention side, 2 the
@@ -33,16 +40,22 @@ int block_half(const std::string& module) {
   return 0;
 }
 
+const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataflow>& graphs, const std::string& cls) {
+  for (const model::FunctionDataflow& g : graphs)
+    if (g.function == cls + ".forward") return &g;
+  return nullptr;
+}
+
 // Coverage is by lines; a helper both halves call (a `linear(x, w, bias)`
 // function) puts an MLA projection and an FFN's GEMM on the same lines, so a
 // candidate of one half never covers a step of the other.
 //
 // A helper every projection calls (`linear(x, w)`) also puts the query's and
-// the output's projections on one line: for a projection step, where the candidate knows the module
-// path of its ops' code and the step's ops are in the block graph, the paths
-// must agree too (the candidate's `self.q_a_proj`, matched in the attention's
-// forward, is the block's `self.attn.q_a_proj`, never `self.attn.o_proj`).
-const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataflow>& graphs, const std::string& cls);
+// the output's projections on one line: for a projection step, where the
+// candidate knows the module path of its ops' code and the step's ops are in
+// the block graph, the paths must agree too (the candidate's `self.q_a_proj`,
+// matched in the attention's forward, is the block's `self.attn.q_a_proj`,
+// never `self.attn.o_proj`).
 
 // Module paths with the list indices dropped (`self.experts[i]` and
 // `self.mlp.experts[e]` are the same code).
@@ -68,11 +81,10 @@ bool same_module_code(const std::string& candidate_scope, const std::string& ste
 bool covered_by(const model::SubChainStep& step, const std::string& step_module_name,
                 const std::vector<Candidate>& candidates, const model::FunctionDataflow* block) {
   const int half = block_half(step_module_name);
+  const bool projection = projection_step(step.kind);
   for (const Candidate& c : candidates) {
     if (c.status == Status::NoFusedOp) continue;
     if (int other = block_half(c.module); half != 0 && other != 0 && other != half) continue;
-    bool projection = step.kind.size() >= 11 && step.kind.compare(step.kind.size() - 11, 11, "_projection") == 0;
-    projection = projection || step.kind == "q_down" || step.kind == "q_up" || step.kind == "kv_down" || step.kind == "kv_up";
     if (projection && block && !step.ops.empty() && !c.op_lines.empty() && c.op_scopes.size() == c.op_lines.size()) {
       bool met = false, other_code = false;
       for (int id : step.ops) {
@@ -95,12 +107,6 @@ bool covered_by(const model::SubChainStep& step, const std::string& step_module_
         if (overlaps(p, location_of(s))) return true;
   }
   return false;
-}
-
-const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataflow>& graphs, const std::string& cls) {
-  for (const model::FunctionDataflow& g : graphs)
-    if (g.function == cls + ".forward") return &g;
-  return nullptr;
 }
 
 std::string value_name(const model::FunctionDataflow& g, int v) {
