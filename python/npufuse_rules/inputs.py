@@ -112,6 +112,16 @@ def _make(spec, sizes, act_dtype, gen):
         for s in shape:
             n *= s
         t = torch.randperm(high, generator=gen)[:n].reshape(shape)
+    elif init == "causal_topk":  # [.., S, K] key positions per query, distinct, none after the query (right-aligned causal)
+        q_len, k = shape[-2], shape[-1]
+        kv_len = int(resolve_size(spec["high"], sizes))
+        if k > kv_len - q_len + 1:
+            raise ValueError(f"causal_topk: {k} positions per row do not fit before the first query of {kv_len} keys")
+        rows = []
+        for _ in range(max(1, t_count(shape[:-2]))):
+            for i in range(q_len):
+                rows.append(torch.randperm(kv_len - q_len + i + 1, generator=gen)[:k])
+        t = torch.stack(rows).reshape(shape)
     elif init == "causal_mask_2048":
         t = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
         return t
@@ -140,6 +150,13 @@ def _make(spec, sizes, act_dtype, gen):
     else:
         raise ValueError(f"unknown init {init!r}")
     return t.to(dtype)
+
+
+def t_count(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 
 def build_inputs(rule, act_dtype=torch.float32, seed=0):

@@ -286,4 +286,25 @@ class RuleSetTest(unittest.TestCase):
         self.assertEqual(len(ids), len(set(ids)))
 
 
+class InputInitTest(unittest.TestCase):
+    def test_causal_topk_positions_are_distinct_and_never_after_their_query(self):
+        spec = {"inputs": {"idx": {"shape": ["B", "S", "IK"], "dtype": "int64", "init": "causal_topk",
+                                   "high": "START + S"}},
+                "sizes": {"B": 2, "S": 4, "IK": 3, "START": 3}}
+        idx = build_inputs(spec, torch.float32, seed=7)["idx"]
+        self.assertEqual(tuple(idx.shape), (2, 4, 3))
+        for b in range(2):
+            for i in range(4):
+                row = idx[b, i].tolist()
+                self.assertEqual(len(set(row)), 3)
+                self.assertTrue(all(0 <= p <= 3 + i for p in row), row)
+
+    def test_causal_topk_refuses_more_positions_than_the_first_query_sees(self):
+        spec = {"inputs": {"idx": {"shape": ["B", "S", "IK"], "dtype": "int64", "init": "causal_topk",
+                                   "high": "START + S"}},
+                "sizes": {"B": 1, "S": 4, "IK": 5, "START": 3}}
+        with self.assertRaises(ValueError):
+            build_inputs(spec, torch.float32, seed=7)
+
+
 _make_cases()

@@ -61,7 +61,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 7, "D": 64, "MAXPOS": 128},
     "dtypes": ["float32"],
-    "match": {"explain": [{"when": "expected getitem(...), found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
+    "match": {"explain": [{"when": "expected unsqueeze(...), found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
     "near_misses": [
         {"file": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py",
          "reason": "inv_freq is rescaled from the current sequence length (dynamic NTK): a fixed cache would use stale frequencies"},

@@ -617,6 +617,30 @@ class Walk {
     return *p == *t;
   }
 
+  // unsqueeze's new axis: the same number, or one written as an index after
+  // an Ellipsis (`x[..., None]`, counted from the back of a tensor of unknown
+  // rank) and the other counted from the front (`x[:, :, None]`), which only
+  // the rank tells apart. An axis the code wrote as a number (`unsqueeze(-2)`)
+  // says what its author meant and is compared as it is. nullopt: a dim that
+  // is no literal, compared as any other argument.
+  std::optional<bool> same_new_axis(const DataflowOp& P, const DataflowOp& T, const OpArguments& pa,
+                                    const OpArguments& ta) {
+    auto dim = [](const FunctionDataflow& g, const OpArguments& args) -> std::optional<int> {
+      for (const OpArgument& a : args) {
+        if (a.key != "dim") continue;
+        auto c = constant_of(g, a.value);
+        if (!c || !c->numeric) return std::nullopt;
+        return static_cast<int>(c->number);
+      }
+      return std::nullopt;
+    };
+    auto p = dim(pg_, pa), t = dim(tg_, ta);
+    if (!p || !t) return std::nullopt;
+    if (*p == *t) return true;
+    auto after_ellipsis = [](const DataflowOp& op) { return op.attrs.size() > 2 && op.attrs[2] == model::kAfterEllipsis; };
+    return (*p < 0 && *t >= 0 && after_ellipsis(P)) || (*t < 0 && *p >= 0 && after_ellipsis(T));
+  }
+
   // `torch.cat([a, b])` and `torch.cat((a, b))`: the tensors a concatenation
   // or stack reads may be packed in a list or a tuple alike.
   bool same_tensor_sequence(const DataflowOp& P, const DataflowOp& T) const {
@@ -812,6 +836,18 @@ class Walk {
         model_rest.assign(ta->begin(), ta->end());
         pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_axis), pattern_rest.end());
         model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_axis), model_rest.end());
+        pa = &pattern_rest;
+        ta = &model_rest;
+      }
+    }
+    if (P.name == "unsqueeze") {
+      if (std::optional<bool> same = same_new_axis(P, T, *pa, *ta)) {
+        if (!*same) return fail_with([&] { return fmt::format("{} at {} adds its axis elsewhere than the pattern's", describe_op(T), where(T)); }, T.id);
+        auto is_dim = [](const OpArgument& a) { return a.key == "dim"; };
+        pattern_rest.assign(pa->begin(), pa->end());
+        model_rest.assign(ta->begin(), ta->end());
+        pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_dim), pattern_rest.end());
+        model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_dim), model_rest.end());
         pa = &pattern_rest;
         ta = &model_rest;
       }

@@ -40,6 +40,11 @@ enum class OpClass {
 
 const char* op_class_name(OpClass c);
 
+// The third attr of an `unsqueeze` written as an index after an Ellipsis
+// (`x[..., None]`): its axis is counted from the back of a tensor of unknown
+// rank.
+inline constexpr const char* kAfterEllipsis = "...";
+
 struct DataflowOp {
   int id = 0;
   std::string name;          // canonical: "pow", "to", "view", "getitem", "module:q_proj", "phi", ...

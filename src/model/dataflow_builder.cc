@@ -680,6 +680,7 @@ class Builder {
     if (auto* s = ast::as<ast::Subscript>(e)) {
       int base = expr(s->value);
       if (int v = leading_new_axes(s, base); v >= 0) return v;
+      if (int v = new_axes_only(s, base); v >= 0) return v;
       int index = expr(s->slice);
       return emit_value("getitem", OpClass::Slice, {base, index}, {}, e);
     }
@@ -736,6 +737,64 @@ class Builder {
     // The new axes only reshape the rows picked: a reshape, which a chain
     // reading the rows (`.reshape(-1, hidden)` after it) looks through.
     return emit_value("reshape", OpClass::View, {v}, {""}, s);
+  }
+
+  // `x[:, None, :]`, `x[..., None]`, `x[None]`: an index of whole-axis slices,
+  // at most one Ellipsis and at least one None only adds axes, so it is
+  // `x.unsqueeze(d)` (once per None), the spelling patterns and other models
+  // use. A None before the Ellipsis (or with none) is counted from the front,
+  // one after it from the back.
+  // -1: not that form.
+  int new_axes_only(const ast::Subscript* s, int base) {
+    std::vector<const ast::expr*> elts;
+    if (auto* t = ast::as<ast::Tuple>(s->slice)) {
+      for (const ast::expr* x : t->elts) elts.push_back(x);
+    } else {
+      elts.push_back(s->slice);
+    }
+    auto is_none = [](const ast::expr* x) {
+      auto* k = ast::as<ast::Constant>(x);
+      return k && k->value.kind == ast::ConstantKind::None;
+    };
+    auto is_ellipsis = [](const ast::expr* x) {
+      auto* k = ast::as<ast::Constant>(x);
+      return k && k->value.kind == ast::ConstantKind::Ellipsis;
+    };
+    auto is_whole = [](const ast::expr* x) {
+      auto* sl = ast::as<ast::Slice>(x);
+      return sl && !sl->lower && !sl->upper && !sl->step;
+    };
+    size_t ellipsis = elts.size();
+    std::vector<int> front, back;  // output axes of the Nones: from the front, and (as -k) from the back
+    for (size_t i = 0; i < elts.size(); ++i) {
+      if (is_ellipsis(elts[i])) {
+        if (ellipsis != elts.size()) return -1;
+        ellipsis = i;
+      } else if (!is_none(elts[i]) && !is_whole(elts[i])) {
+        return -1;
+      }
+    }
+    for (size_t i = 0; i < elts.size(); ++i) {
+      if (!is_none(elts[i])) continue;
+      if (i < ellipsis) front.push_back(static_cast<int>(i));
+      else back.push_back(-static_cast<int>(elts.size() - i));
+    }
+    if (front.empty() && back.empty()) return -1;
+    int v = base;
+    auto unsqueeze = [&](int dim) {
+      // a negative axis as source spells it: `-k` is neg(k). One counted
+      // from the back of an Ellipsis says nothing of the rank: its third attr
+      // says so, and the matcher lets it meet the same axis counted from the
+      // front (`x[..., None]` in a pattern, `x[:, :, None]` in a model).
+      int d = emit_value("const", OpClass::Constant, {}, {std::to_string(dim < 0 ? -dim : dim)}, s);
+      if (dim < 0) d = emit_value("neg", OpClass::Compute, {d}, {}, s);
+      std::vector<std::string> attrs = {"", ""};
+      if (dim < 0) attrs.push_back(kAfterEllipsis);
+      v = emit_value("unsqueeze", OpClass::View, {v, d}, attrs, s);
+    };
+    for (int dim : front) unsqueeze(dim);                                 // left to right: each index is final
+    for (auto it = back.rbegin(); it != back.rend(); ++it) unsqueeze(*it);  // right to left from the back
+    return v;
   }
 
   int sequence(const char* name, const Span<ast::expr*>& elts, const ast::Node* at) {

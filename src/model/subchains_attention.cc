@@ -3,6 +3,7 @@
 // attention module's scope and how their values connect.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "model/subchains_graph.h"
 
@@ -182,6 +183,12 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
     bool write_op = o.in_place && (o.name == "setitem" || o.name == "index_copy" || o.name == "index_copy_" ||
                                    o.name == "index_put" || o.name == "index_put_" || o.name == "copy_" || o.name == "copy" ||
                                    o.name == "scatter" || o.name == "scatter_");
+    // A tensor the forward makes itself (`torch.full(..., -inf).scatter_(-1,
+    // topk_indices, 0)`, an index mask) holds nothing from earlier steps: no cache.
+    static const std::set<std::string> factories = {"full", "zeros", "ones", "empty", "full_like", "zeros_like",
+                                                    "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
+                                                    "new_empty"};
+    if (write_op && !o.inputs.empty() && factories.count(bg.source(o.inputs[0]).name)) write_op = false;
     if (write_op && o.inputs.size() >= 2 && after_projection[static_cast<size_t>(id)] && !after_core[static_cast<size_t>(id)] &&
         !core_set[static_cast<size_t>(id)]) {
       writes.push_back(id);

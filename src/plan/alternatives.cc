@@ -49,6 +49,17 @@ bool share_a_stage(const Candidate& a, const Candidate& b) {
   return false;
 }
 
+// Whether two matches replace one computation: some op the one rewrites is
+// an op of the other (the same bytes of the same file). Two chains that sit
+// on interleaved lines of one function without sharing an op (MLA's prolog
+// writing the caches, the attention core reading them) are two edits.
+bool share_an_op(const Candidate& a, const Candidate& b) {
+  for (const Candidate::SourceRange& x : a.apply_ops)
+    for (const Candidate::SourceRange& y : b.apply_ops)
+      if (x.begin == y.begin && x.end == y.end && x.file == y.file) return true;
+  return false;
+}
+
 }  // namespace
 
 bool same_chain(const Candidate& a, const Candidate& b) {
@@ -63,8 +74,10 @@ bool same_chain(const Candidate& a, const Candidate& b) {
   // replace overlapping lines of one function are two ways of doing one edit
   // (FIA prefill with or without a window may end a line apart). Parts are not
   // compared: one helper (a norm class) serves many call sites, and its own
-  // standalone match is the edit apply can make.
-  return overlap(a.location, b.location);
+  // standalone match is the edit apply can make. Where both matches know
+  // their ops, the lines overlap only by interleaving unless an op is shared.
+  if (!overlap(a.location, b.location)) return false;
+  return a.apply_ops.empty() || b.apply_ops.empty() || share_an_op(a, b);
 }
 
 bool prefer_order(const Candidate& a, const Candidate& b) {

@@ -11,8 +11,9 @@
 
 namespace npufuse::plan {
 
-// Whether two candidates of different rules are the same chain: same module
-// and overlapping primary locations (where the replacement goes).
+// Whether two candidates of different rules are the same chain: same module,
+// a shared stage, overlapping primary locations (where the replacement goes)
+// and, where both know the ops they rewrite, at least one op in common.
 bool same_chain(const Candidate& a, const Candidate& b);
 
 // Folds every group of same-chain candidates into its preferred one (the

@@ -12,6 +12,8 @@
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
 #include "plan/chain_facts.h"
+#include "check/evaluate.h"
+#include "check/expr_parser.h"
 #include "plan/chain_parts.h"
 #include "plan/fact_literal.h"
 #include "plan/rule_gate.h"
@@ -116,6 +118,34 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
   return out;
 }
 
+// RULE["operand_facts"]: where the operator sees other sizes than the model
+// names (FIA over MLA's absorbed latent: D is kv_lora_rank, one KV head), the
+// checks read the operator's. Every expression is worked out on the model's
+// facts before any is replaced; one that cannot be worked out removes the
+// model's value, so no check answers with a size the operator never sees.
+void apply_operand_facts(const rules::Rule& rule, check::FactSet& facts, std::vector<std::string>& evidence) {
+  std::vector<std::pair<std::string, check::Partial>> values;
+  for (const auto& [name, text] : rule.operand_facts) {
+    check::ExprPtr expr = check::parse_constraint_expression(text);  // the loader has parsed it once already
+    values.emplace_back(name, check::evaluate(*expr, facts));
+  }
+  for (auto& [name, value] : values) {
+    const std::string& text = rule.operand_facts.at(name);
+    if (value.known()) {
+      std::string why = fmt::format("rule {}: the operator's {} is {} = {}", rule.id, name, text, value.value->repr());
+      if (std::find(evidence.begin(), evidence.end(), why) == evidence.end()) evidence.push_back(why);
+      facts.set(name, *value.value, why);
+    } else {
+      facts.erase(name);
+      std::string missing;
+      for (const std::string& m : value.missing) missing += (missing.empty() ? "" : ", ") + m;
+      std::string why =
+          fmt::format("rule {}: the operator's {} is {}, not known here (needs {})", rule.id, name, text, missing);
+      if (std::find(evidence.begin(), evidence.end(), why) == evidence.end()) evidence.push_back(why);
+    }
+  }
+}
+
 // The facts of one stage: the deployment's, the rule's bindings, the layout
 // read at the attention core, the stage itself.
 check::FactSet stage_facts(const rules::Rule& rule, const CandidateContext& ctx, const ChainFacts& chain,
@@ -126,6 +156,7 @@ check::FactSet stage_facts(const rules::Rule& rule, const CandidateContext& ctx,
     if (std::optional<check::Value> v = parse_fact_literal(literal))
       facts.set(name, *v, fmt::format("rule {} binds {} = {}", rule.id, name, literal));
   }
+  apply_operand_facts(rule, facts, evidence);
   bool attention = rule.module == "attention" || rule.module == "kv_cache";
   if (attention && !rule.facts.count("layout") && ctx.attention_layout.layout != "unknown" &&
       !ctx.attention_layout.layout.empty()) {

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "match/op_signature.h"
 #include "match/size_expression.h"
 #include "model/function_index.h"
 
@@ -32,7 +33,15 @@ ChainParts chain_parts(const MatchSite& site) {
     if (match::is_index_bookkeeping(g, op)) continue;
     std::pair<std::string, std::string> key = place(op);
     int last = std::max(op.line, op.end_line);
-    lines.push_back({Location{key.first, op.line, last}, op.scope});
+    // The lines that say which sub-chain steps the chain covers are those of
+    // ops that compute. A merge after an if (phi) sits on the whole statement,
+    // whose other arm is no part of the chain; a cast or a view the match
+    // passed on its way to a parameter's value (the `.flatten(3).type_as(x)`
+    // ending a RoPE helper whose result an attention core reads) sits on the
+    // lines of the step that computed the value. (A view that moves data,
+    // such as repeat_kv's expand, is part of what the fused operator does.)
+    bool computes = op.name != "phi" && op.cls != model::OpClass::Cast && !match::is_layout_view(op.name);
+    if (computes) lines.push_back({Location{key.first, op.line, last}, op.scope});
     auto [it, fresh] = by_function.try_emplace(key, Location{key.first, op.line, last});
     if (!fresh) {
       it->second.start_line = std::min(it->second.start_line, op.line);

@@ -36,6 +36,10 @@ void check_allowed(const catalog::FactVocabulary& vocabulary, const std::string&
   throw std::invalid_argument(fmt::format("{}: {} is not one of {}", flag, v.repr(), all));
 }
 
+// DeepSeek's inference configs say `"dtype": "fp8"`: the checkpoint's weights
+// are block-quantised to float8, the activations are bfloat16.
+bool is_fp8_weights(const std::string& dtype) { return dtype == "fp8" || dtype.rfind("float8", 0) == 0; }
+
 const check::Value* known(const check::FactSet& facts, const std::string& name) {
   const check::Fact* f = facts.find(name);
   return f ? &f->value : nullptr;
@@ -68,7 +72,13 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
       continue;
     }
     if (f.name == "dtype" && v->is_str()) {
-      facts.set("dtype", dtype_name(v->as_str()), provenance);
+      std::string dtype = dtype_name(v->as_str());
+      if (is_fp8_weights(dtype))
+        facts.set("dtype", "bfloat16",
+                  provenance + ": the weights are stored in float8 and the activations run in bfloat16; the "
+                               "A2/A3 kernels take the weights converted to bfloat16 (or to int8 with --quant w8a8)");
+      else
+        facts.set("dtype", dtype, provenance);
     } else if (f.name == "hidden_act") {
       facts.set("activation", *v, provenance);
     } else if (vocabulary.find(f.name)) {

@@ -53,6 +53,10 @@ struct Rule {
   std::vector<std::string> checks;    // "api:*" or "api:constraint_id"
   std::map<std::string, std::string> facts;  // fact name -> literal text (as written)
   std::string when;                   // optional condition on facts, as written
+  // RULE["operand_facts"]: facts as the operator sees its operands where they
+  // differ from the model's (MLA's absorbed attention: head_dim is
+  // kv_lora_rank, one KV head); fact name -> expression over facts, as written.
+  std::map<std::string, std::string> operand_facts;
   std::vector<Reject> rejects;
   std::vector<std::string> hint_class_names;
   std::vector<std::string> hint_hub_kernels;

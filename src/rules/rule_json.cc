@@ -72,6 +72,7 @@ ordered_json show_json(const Rule& rule, const std::string& source) {
       {"checks", rule.checks},
       {"facts", literal_or(rule, "facts", ordered_json::object())},
       {"when", rule.when.empty() ? ordered_json(nullptr) : ordered_json(rule.when)},
+      {"operand_facts", literal_or(rule, "operand_facts", ordered_json::object())},
       {"rejects", rejects},
       {"hints", {{"class_names", rule.hint_class_names}, {"hub_kernels", rule.hint_hub_kernels}}},
       {"near_misses", near_misses},

@@ -3,10 +3,13 @@
 // side so that each message points at the offending key or element.
 #include "rules/rule_metadata.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <set>
 
+#include "check/expr_parser.h"
 #include "rules/python_literal.h"
 
 namespace npufuse::rules {
@@ -198,6 +201,23 @@ void read_facts(MetadataReader& r, const Field& f, Rule& rule) {
   }
 }
 
+// Each value is an expression in the constraint language, checked here so a
+// typo is named with its place instead of turning into an unknown fact.
+void read_operand_facts(MetadataReader& r, const Field& f, Rule& rule) {
+  if (!r.is_dict(f, "operand_facts")) return;
+  for (const auto& e : r.entries(f)) {
+    if (!r.is_str(e.field, "operand fact '" + e.name + "'")) continue;
+    std::string text = e.field.value.get<std::string>();
+    try {
+      check::parse_constraint_expression(text);
+    } catch (const check::ExprSyntaxError& err) {
+      r.error(e.field.node, fmt::format("operand fact '{}': column {} of the expression: {}", e.name, err.col(), err.what()));
+      continue;
+    }
+    rule.operand_facts[e.name] = std::move(text);
+  }
+}
+
 void read_hints(MetadataReader& r, const Field& f, Rule& rule) {
   auto rec = r.record(f, "hints", {}, {"class_names", "hub_kernels"});
   if (auto it = rec.find("class_names"); it != rec.end()) rule.hint_class_names = r.str_list(it->second, "hints 'class_names'");
@@ -233,6 +253,7 @@ const std::map<std::string, KeyReader>& key_readers() {
       {"prerequisites", read_prerequisites},
       {"checks", read_checks},
       {"facts", read_facts},
+      {"operand_facts", read_operand_facts},
       {"when", [](MetadataReader& r, const Field& f, Rule& rule) { if (r.is_str(f, "when")) rule.when = f.value.get<std::string>(); }},
       {"rejects", read_rejects},
       {"hints", read_hints},

@@ -19,15 +19,15 @@ std::string joined(const std::vector<std::string>& items, const char* sep = ", "
 }
 
 struct Labels {
-  const char *file, *module, *safety, *stages, *apis, *checks, *facts, *when, *hints, *prerequisites, *mechanical,
+  const char *file, *module, *safety, *stages, *apis, *checks, *facts, *operand_facts, *when, *hints, *prerequisites, *mechanical,
       *rejects, *needs, *near_misses, *searches, *naives, *lookalikes, *replace, *none, *class_names, *hub_kernels;
 };
 
 const Labels& labels(RuleLang lang) {
-  static const Labels en{"file", "module", "safety", "stages", "apis", "checks", "facts", "when", "hints",
+  static const Labels en{"file", "module", "safety", "stages", "apis", "checks", "facts", "operand facts", "when", "hints",
                          "prerequisites", "mechanical", "rejects", "needs", "near misses", "search alternatives",
                          "rejected mappings (naive)", "look-alikes told as near misses", "replace", "none", "class names", "hub kernels"};
-  static const Labels zh{"文件", "模块", "安全性", "阶段", "算子", "检查", "事实", "条件", "提示", "前置改造",
+  static const Labels zh{"文件", "模块", "安全性", "阶段", "算子", "检查", "事实", "算子视角的事实", "条件", "提示", "前置改造",
                          "可自动完成", "拒绝的映射", "需要", "近似但不匹配", "search写法", "拒绝的映射（naive）",
                          "作为近似不匹配提示的相似写法", "replace", "无", "类名", "hub内核"};
   return lang == RuleLang::Zh ? zh : en;
@@ -67,6 +67,11 @@ std::string render_show_text(const Rule& r, RuleLang lang) {
   std::vector<std::string> facts;
   for (const auto& [name, text] : r.facts) facts.push_back(name + " = " + text);
   field(l.facts, joined(facts));
+  if (!r.operand_facts.empty()) {
+    std::vector<std::string> operand;
+    for (const auto& [name, text] : r.operand_facts) operand.push_back(name + " = " + text);
+    field(l.operand_facts, joined(operand));
+  }
   if (!r.when.empty()) field(l.when, r.when);
   std::vector<std::string> hints;
   if (!r.hint_class_names.empty()) hints.push_back(std::string(l.class_names) + " " + joined(r.hint_class_names));

@@ -71,6 +71,22 @@ TEST(DeploymentFacts, PerRankSharesFollowTheSplit) {
   EXPECT_NE(d.facts.find("num_heads")->provenance.find("--tp 16"), std::string::npos);
 }
 
+TEST(DeploymentFacts, AnFp8CheckpointComputesInBfloat16) {
+  for (const char* stored : {"fp8", "float8_e4m3fn", "torch.float8_e5m2"}) {
+    std::vector<model::Fact> config = llama_config_facts();
+    config[3] = model::Fact{"dtype", true, stored, "config: dtype"};
+    DeploymentFacts d = deployment_facts(config, {}, AnalyzeOptions(), vocabulary());
+    const check::Fact* dtype = d.facts.find("dtype");
+    ASSERT_NE(dtype, nullptr) << stored;
+    EXPECT_EQ(dtype->value.as_str(), "bfloat16") << stored;
+    EXPECT_NE(dtype->provenance.find("weights are stored in float8"), std::string::npos) << dtype->provenance;
+    EXPECT_EQ(d.facts.find("dtype_bytes")->value.as_int(), 2);
+  }
+  std::vector<model::Fact> config = llama_config_facts();
+  config[3] = model::Fact{"dtype", true, "float16", "config: dtype"};
+  EXPECT_EQ(deployment_facts(config, {}, AnalyzeOptions(), vocabulary()).facts.find("dtype")->value.as_str(), "float16");
+}
+
 TEST(DeploymentFacts, WithNeitherFlagNorFileOneRankIsAssumedAndSaid) {
   DeploymentFacts d = deployment_facts(llama_config_facts(), {}, AnalyzeOptions(), vocabulary());
   ASSERT_NE(d.facts.find("tp"), nullptr);

@@ -63,6 +63,7 @@ def expected(loaded):
         "checks": rule["checks"],
         "facts": rule["facts"],
         "when": rule.get("when"),
+        "operand_facts": rule.get("operand_facts", {}),
         "rejects": [{"api": r["api"], "en": r["en"], "zh": r["zh"], "needs": r.get("needs", "")}
                     for r in rule.get("rejects", [])],
         "hints": {"class_names": hints.get("class_names", []), "hub_kernels": hints.get("hub_kernels", [])},
@@ -80,7 +81,7 @@ def expected(loaded):
 
 def actual(shown):
     out = {k: shown[k] for k in ("id", "title", "module", "safety", "apis", "stages", "prerequisites", "checks",
-                                 "facts", "when", "rejects", "hints", "near_misses", "match", "numeric_check", "doc")}
+                                 "facts", "when", "operand_facts", "rejects", "hints", "near_misses", "match", "numeric_check", "doc")}
     out["search"] = sorted(f["name"] for f in shown["functions"]["search"])
     out["naive"] = sorted(f["name"] for f in shown["functions"]["naive"])
     out["replace_source"] = shown["functions"]["replace"]["source"].rstrip()

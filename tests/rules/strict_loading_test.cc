@@ -116,6 +116,14 @@ TEST(StrictLoading, DeinterleavedReturnsArePositions) {
   EXPECT_NE(error.find("deinterleaved_returns: expected a list"), std::string::npos) << error;
 }
 
+TEST(StrictLoading, OperandFactsAreExpressions) {
+  EXPECT_EQ(load_error(valid_rule("    \"operand_facts\": {\"head_dim\": \"kv_lora_rank\", \"num_kv_heads\": \"1\"},\n")), "");
+  std::string error = load_error(valid_rule("    \"operand_facts\": {\"head_dim\": \"kv_lora_rank +\"},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:35: operand fact 'head_dim': column ", 0), 0u) << error;
+  error = load_error(valid_rule("    \"operand_facts\": {\"head_dim\": 512},\n"));
+  EXPECT_NE(error.find("operand fact 'head_dim': expected a str, got int"), std::string::npos) << error;
+}
+
 TEST(StrictLoading, ModuleMustBeListed) {
   std::string text = valid_rule();
   text.replace(text.find("\"other\""), 7, "\"adder\"");
