@@ -15,6 +15,7 @@
 #include "plan/model_matches.h"
 #include "plan/moe_fact.h"
 #include "plan/opaque_cache.h"
+#include "plan/reference_chains.h"
 #include "plan/review.h"
 #include "plan/rule_gate.h"
 #include "plan/stage_timer.h"
@@ -129,6 +130,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   plan.facts = deployed.facts;
   plan.assumed_facts = deployed.assumed;
   list_unknown_facts(plan, deployed.hints);
+  plan.reference_chains = reference_chain_coverage(embedded_reference_chains(), plan, plan.facts, plan.notes);
   timer.lap("check");
 
   plan.review = run_review(plan, blocks, *in.catalog);

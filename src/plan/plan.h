@@ -132,6 +132,26 @@ struct ReviewItem {
   std::vector<std::string> failing;  // what fails, each naming the module/candidate and why
 };
 
+// One step of a reference chain as this model meets it (plan/reference_chains.h).
+struct ChainStepReport {
+  std::string name;        // the chain file's step name
+  std::string title_en, title_zh;
+  // covered | blocked | open | torch | not_mapped | not_found (chains/README.md)
+  std::string status;
+  std::vector<std::string> candidates;  // ids of the candidates that decide the status
+  std::string detail;      // English: the hard constraint, why nothing fits, or the chain's note
+  std::string detail_zh;   // the chain's note in Chinese, when the detail is that note
+};
+
+// A reference chain (chains/*.toml) that applies to the model in one stage.
+struct ChainReport {
+  std::string id;
+  std::string title_en, title_zh;
+  std::string stage;       // prefill | decode
+  std::string source;      // the reference document it summarises
+  std::vector<ChainStepReport> steps;
+};
+
 struct Plan {
   int schema_version = 2;
   std::string tool_version;
@@ -143,6 +163,7 @@ struct Plan {
   std::vector<std::string> assumed_facts;  // set by a stated default (tp = 1 without --tp); the provenance says so
   std::vector<Candidate> candidates;   // in workflow order: attention, kv_cache, rope, norm, ffn, moe_*, mla, indexer, quant, other
   std::vector<ReviewItem> review;
+  std::vector<ChainReport> reference_chains;  // per analysed stage, the expert chains that apply and each step's state
   std::vector<std::string> notes;      // unresolved things, said plainly
 };
 

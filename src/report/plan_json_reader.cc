@@ -201,6 +201,32 @@ plan::ReviewItem review_from(const Node& n) {
   return r;
 }
 
+plan::ChainReport chain_from(const Node& n) {
+  plan::ChainReport c;
+  c.id = n.str("id");
+  Node title = n.child("title");
+  c.title_en = title.str("en", false);
+  c.title_zh = title.str("zh", false);
+  c.stage = n.str("stage");
+  c.source = n.str("source", false);
+  n.each("steps", true, [&](const Node& s) {
+    plan::ChainStepReport step;
+    step.name = s.str("name");
+    Node t = s.child("title");
+    step.title_en = t.str("en", false);
+    step.title_zh = t.str("zh", false);
+    step.status = s.str("status");
+    step.candidates = s.strings("candidates");
+    if (s.has("detail")) {
+      Node d = s.child("detail");
+      step.detail = d.str("en", false);
+      step.detail_zh = d.str("zh", false);
+    }
+    c.steps.push_back(std::move(step));
+  });
+  return c;
+}
+
 }  // namespace
 
 plan::Plan plan_from_json(const json& j) {
@@ -228,6 +254,7 @@ plan::Plan plan_from_json(const json& j) {
   p.assumed_facts = root.strings("assumed_facts");
   root.each("candidates", true, [&](const Node& c) { p.candidates.push_back(candidate_from(c)); });
   root.each("review", true, [&](const Node& r) { p.review.push_back(review_from(r)); });
+  root.each("reference_chains", false, [&](const Node& c) { p.reference_chains.push_back(chain_from(c)); });
   p.notes = root.strings("notes");
   return p;
 }

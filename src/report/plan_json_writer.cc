@@ -104,6 +104,18 @@ json candidate_json(const plan::Candidate& c) {
   return j;
 }
 
+json chain_json(const plan::ChainReport& c) {
+  json steps = json::array();
+  for (const plan::ChainStepReport& s : c.steps) {
+    json step = {{"name", s.name}, {"title", {{"en", s.title_en}, {"zh", s.title_zh}}}, {"status", s.status},
+                 {"candidates", s.candidates}};
+    if (!s.detail.empty()) step["detail"] = {{"en", s.detail}, {"zh", s.detail_zh}};
+    steps.push_back(std::move(step));
+  }
+  return {{"id", c.id}, {"title", {{"en", c.title_en}, {"zh", c.title_zh}}}, {"stage", c.stage}, {"source", c.source},
+          {"steps", std::move(steps)}};
+}
+
 json review_json(const plan::ReviewItem& r) {
   return {{"id", r.id}, {"title", {{"en", r.title_en}, {"zh", r.title_zh}}}, {"passed", r.passed}, {"failing", r.failing}};
 }
@@ -130,6 +142,8 @@ json plan_to_json(const plan::Plan& plan) {
   for (const auto& c : plan.candidates) j["candidates"].push_back(candidate_json(c));
   j["review"] = json::array();
   for (const auto& r : plan.review) j["review"].push_back(review_json(r));
+  j["reference_chains"] = json::array();
+  for (const auto& c : plan.reference_chains) j["reference_chains"].push_back(chain_json(c));
   j["notes"] = plan.notes;
   return j;
 }

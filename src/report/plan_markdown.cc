@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "report/chain_markdown.h"
 #include "report/markdown_text.h"
 #include "report/module_names.h"
 #include "report/plan_names.h"
@@ -411,6 +412,7 @@ class Writer {
       return;
     }
     line(w_.step2_intro);
+    out_ += reference_chains_markdown(plan_, lang_);
     for (const auto& [module, list] : groups) {
       // api -> number of places, for the fusable chains
       std::map<std::string, int> covering;

@@ -33,6 +33,10 @@ TEST(PlanJson, RoundTripKeepsEveryField) {
   EXPECT_EQ(read.candidates[1].alternatives[0].status, plan::Status::NotApplicable);
   EXPECT_EQ(read.candidates[1].alternatives[0].blocking.size(), 1u);
   EXPECT_EQ(read.candidates[0].checks[1].stage, "decode");
+  ASSERT_EQ(read.reference_chains.size(), 1u);
+  ASSERT_EQ(read.reference_chains[0].steps.size(), 2u);
+  EXPECT_EQ(read.reference_chains[0].steps[0].candidates.size(), 1u);
+  EXPECT_EQ(read.reference_chains[0].steps[1].detail_zh, "保留torch");
 }
 
 TEST(PlanJson, FactValuesKeepTheirPythonTypes) {

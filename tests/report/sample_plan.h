@@ -117,6 +117,15 @@ inline plan::Plan sample_plan() {
   p.review.push_back({"decomposition_complete", "Modules decomposed", "模块拆解完整", true, {}});
   p.review.push_back({"constraints_confirmed", "Constraints confirmed", "算子约束已确认", false,
                       {"norm.rms_norm@models/m/model.py:12: torch_npu_version unknown"}});
+  plan::ChainReport chain;
+  chain.id = "gqa_prefill";
+  chain.title_en = "GQA attention, prefill";
+  chain.title_zh = "GQA注意力prefill";
+  chain.stage = "prefill";
+  chain.source = "module-attention-gqa";
+  chain.steps.push_back({"input_norm", "RMSNorm", "RMSNorm", "covered", {"norm.rms_norm@models/m/model.py:12"}, "", ""});
+  chain.steps.push_back({"o_projection", "output projection", "输出投影", "torch", {}, "kept as torch", "保留torch"});
+  p.reference_chains.push_back(chain);
   p.notes = {"The attention core was not analysed"};
   return p;
 }

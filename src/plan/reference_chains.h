@@ -1,0 +1,49 @@
+#pragma once
+// The expert reference chains (chains/*.toml, one file each, embedded in the
+// binary): which fused operators the Ascend ports chain for one module, stage
+// and parallel mode. After the candidates are built, the plan names the
+// chains that apply to the model in each analysed stage and says, step by
+// step, what covers it, what blocks it and what is left open.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check/facts.h"
+#include "plan/plan.h"
+
+namespace npufuse::plan {
+
+struct ReferenceChainStep {
+  std::string name;
+  std::string title_en, title_zh;
+  std::vector<std::string> rules;   // rules whose candidates cover the step
+  std::vector<std::string> covers;  // sub-chain step kinds it takes in
+  bool fused = true;                // false: the reference keeps a plain torch op
+  std::string note_en, note_zh;
+};
+
+struct ReferenceChain {
+  std::string path;  // as loaded ("mla_absorb_decode.toml")
+  std::string id;
+  std::string title_en, title_zh;
+  std::string source;
+  std::vector<std::string> stages;
+  std::vector<std::string> requires_modules;  // each "a" or "a|b"
+  std::string when;                           // a constraint expression over facts, or ""
+  std::vector<ReferenceChainStep> steps;
+};
+
+// Parses the chain files (path, text). Every mistake of every file is
+// reported as `file:line:col: message`, one per line, in the exception.
+std::vector<ReferenceChain> load_reference_chains(const std::vector<std::pair<std::string, std::string>>& files);
+
+// The chains compiled into the binary, parsed once.
+const std::vector<ReferenceChain>& embedded_reference_chains();
+
+// The chains that apply to `plan` in each stage it analyses, with each step's
+// state read from the plan's candidates; chains whose `when` cannot be
+// decided are added to `notes`.
+std::vector<ChainReport> reference_chain_coverage(const std::vector<ReferenceChain>& chains, const Plan& plan,
+                                                  const check::FactSet& facts, std::vector<std::string>& notes);
+
+}  // namespace npufuse::plan
