@@ -75,7 +75,10 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 4, "N": 4, "C": 512, "R": 64, "START": 3, "IK": 3},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"lookalikes": {"lookalike_dense": "fixtures/sparse_flash_attention_nomatch_dense.py"}},
+    # the causal-mask add is optional (DeepSeek-V3.2's decode step has none); the index-mask add
+    # is spelt index mask first, so skipping an add never skips the index mask itself
+    "match": {"optional": ["add"],
+              "lookalikes": {"lookalike_dense": "fixtures/sparse_flash_attention_nomatch_dense.py"}},
     "near_misses": [
         {"file": "fixtures/sparse_flash_attention_nomatch_dense.py",
          "reason": "every cached key is scored and kept (no top-k index mask): dense absorbed MLA, see mla.fia_absorb"},
@@ -125,20 +128,7 @@ def search(q_latent, q_rot, kv_cache, pe_cache, topk_indices, mask, softmax_scal
     scores = scores * softmax_scale
     index_mask = torch.full((b, s, end_pos), float("-inf"), device=q_latent.device).scatter_(-1, topk_indices, 0.0)
     index_mask = index_mask + mask
-    scores = scores + index_mask.unsqueeze(2)
-    probs = scores.softmax(dim=-1, dtype=torch.float32).type_as(q_latent)
-    return torch.einsum("bsht,btc->bshc", probs, kv_cache[:b, :end_pos])
-
-
-def search_indices_only(q_latent, q_rot, kv_cache, pe_cache, topk_indices, mask, softmax_scale, end_pos):
-    # no causal mask joined to the index mask (DeepSeek-V3.2's decode step): the indexer's
-    # positions never lie after their query, so the result is the same
-    b, s = q_latent.size(0), q_latent.size(1)
-    scores = torch.einsum("bshc,btc->bsht", q_latent, kv_cache[:b, :end_pos])
-    scores = scores + torch.einsum("bshr,btr->bsht", q_rot, pe_cache[:b, :end_pos])
-    scores = scores * softmax_scale
-    index_mask = torch.full((b, s, end_pos), float("-inf"), device=q_latent.device).scatter_(-1, topk_indices, 0.0)
-    scores = scores + index_mask.unsqueeze(2)
+    scores = index_mask.unsqueeze(2) + scores
     probs = scores.softmax(dim=-1, dtype=torch.float32).type_as(q_latent)
     return torch.einsum("bsht,btc->bshc", probs, kv_cache[:b, :end_pos])
 

@@ -1,6 +1,7 @@
 #include "model/branches.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -223,12 +224,32 @@ class BranchFinder {
         if (const auto* c = as<ast::Call>(n)) {
           if (const auto* nm = as<ast::Name>(c->func)) called_.insert(std::string(nm->id));
         }
+        if (const auto* a = as<ast::Assign>(n)) note_assignment(*a);
+        if (const auto* i = as<ast::If>(n)) {
+          std::string stage = stage_when_true(i->test);
+          if (stage == "prefill" || stage == "decode")
+            for (const ast::stmt* t : i->body)
+              if (const auto* a = as<ast::Assign>(t); a && !is_none(a->value))
+                for (const std::string& name : assigned_names(*a)) gated_[name].insert(stage);
+        }
         return true;
       });
     }
   }
 
   const std::set<std::string>& called() const { return called_; }
+
+  // Names that hold a tensor in one stage only and None in the other: a
+  // mask built `... if seqlen > 1 else None`, or `mask = None` and then
+  // `if seqlen > 1: mask = ...` (DeepSeek's inference code hands it down to
+  // every layer by that name). name -> the stage in which it is not None;
+  // a name seen gated both ways, or never assigned None, is left out.
+  std::map<std::string, std::string> stage_gated_names() const {
+    std::map<std::string, std::string> out;
+    for (const auto& [name, stages] : gated_)
+      if (stages.size() == 1 && assigned_none_.count(name)) out[name] = *stages.begin();
+    return out;
+  }
 
  private:
   BranchCondition start(const ModelFile& file, const std::string& name, const std::string& owner, const ast::Node* n,
@@ -269,9 +290,34 @@ class BranchFinder {
     out_.push_back(std::move(b));
   }
 
+  static std::vector<std::string> assigned_names(const ast::Assign& a) {
+    std::vector<std::string> out;
+    for (const ast::expr* t : a.targets)
+      if (const auto* nm = as<ast::Name>(t)) out.emplace_back(nm->id);
+    return out;
+  }
+
+  void note_assignment(const ast::Assign& a) {
+    if (is_none(a.value)) {
+      for (const std::string& name : assigned_names(a)) assigned_none_.insert(name);
+      return;
+    }
+    const auto* x = as<ast::IfExp>(a.value);
+    if (!x || is_none(x->body) == is_none(x->orelse)) return;
+    std::string stage = stage_when_true(x->test);
+    if (stage != "prefill" && stage != "decode") return;
+    if (is_none(x->body)) stage = opposite_stage(stage);
+    for (const std::string& name : assigned_names(a)) {
+      gated_[name].insert(stage);
+      assigned_none_.insert(name);
+    }
+  }
+
   const SourceSet& sources_;
   std::vector<BranchCondition>& out_;
   std::set<std::string> called_;
+  std::map<std::string, std::set<std::string>> gated_;
+  std::set<std::string> assigned_none_;
   const ast::expr* test_ = nullptr;
 };
 
@@ -312,6 +358,23 @@ std::vector<BranchCondition> find_branches(const SourceSet& sources, const std::
   visit_reached_functions(
       sources, [&] { return finder.called(); },
       [&](const FunctionDecl& f, const std::string&) { finder.function(*f.file, f.node, ""); });
+  // `if mask is not None:` where the mask exists in one stage only is a
+  // stage branch too.
+  std::map<std::string, std::string> gated = finder.stage_gated_names();
+  for (BranchCondition& b : out) {
+    if (!b.true_stage.empty() || !b.test) continue;
+    const auto* cmp = as<ast::Compare>(b.test);
+    if (!cmp || cmp->ops.size != 1 || !is_none(cmp->comparators[0])) continue;
+    const auto* name = as<ast::Name>(cmp->left);
+    if (!name) continue;
+    auto it = gated.find(std::string(name->id));
+    if (it == gated.end()) continue;
+    ast::cmpop op = cmp->ops[0];
+    if (op != ast::cmpop::IsNot && op != ast::cmpop::Is) continue;
+    b.true_stage = op == ast::cmpop::IsNot ? it->second : opposite_stage(it->second);
+    if (std::find(b.kinds.begin(), b.kinds.end(), BranchKind::PrefillDecode) == b.kinds.end())
+      b.kinds.insert(b.kinds.begin(), BranchKind::PrefillDecode);
+  }
   std::stable_sort(out.begin(), out.end(), [](const BranchCondition& a, const BranchCondition& b) {
     if (a.where.file != b.where.file) return a.where.file < b.where.file;
     return a.where.line < b.where.line;

@@ -312,6 +312,11 @@ std::vector<SubChainStep> make_steps(const BlockGraph& bg, const std::string& ki
     if ((!arm.first.empty() || !arm.second.empty()) && std::find(arms.begin(), arms.end(), arm) == arms.end())
       arms.push_back(arm);
   }
+  // With dispatch arms, an op that only the stage decides (a mask add under
+  // `if mask is not None:` after either arm) is part of each arm's step, not
+  // a step of its own.
+  if (std::any_of(arms.begin(), arms.end(), [](const auto& a) { return !a.second.empty(); }))
+    arms.erase(std::remove_if(arms.begin(), arms.end(), [](const auto& a) { return a.second.empty(); }), arms.end());
   std::vector<SubChainStep> out;
   auto build = [&](const std::pair<std::string, std::string>* arm) {
     SubChainStep s;
@@ -320,7 +325,8 @@ std::vector<SubChainStep> make_steps(const BlockGraph& bg, const std::string& ki
     for (size_t i = 0; i < sorted.size(); ++i) {
       const auto& a = arm_per_op[i];
       bool common = a.first.empty() && a.second.empty();
-      bool same = arm && ((a.first.empty() || a.first == arm->first) && (a.second.empty() || a.second == arm->second));
+      bool same = arm && ((a.first.empty() || arm->first.empty() || a.first == arm->first) &&
+                          (a.second.empty() || a.second == arm->second));
       if (!arm || common || same) s.ops.push_back(sorted[i]);
     }
     if (arm) {

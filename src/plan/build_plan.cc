@@ -130,7 +130,11 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   plan.facts = deployed.facts;
   plan.assumed_facts = deployed.assumed;
   list_unknown_facts(plan, deployed.hints);
-  plan.reference_chains = reference_chain_coverage(embedded_reference_chains(), plan, plan.facts, plan.notes);
+  std::set<std::string> modules;
+  if (blocks)
+    for (const model::BlockChains& b : *blocks)
+      for (const model::ModuleChain& m : b.modules) modules.insert(m.module);
+  plan.reference_chains = reference_chain_coverage(embedded_reference_chains(), plan, plan.facts, modules, plan.notes);
   timer.lap("check");
 
   plan.review = run_review(plan, blocks, *in.catalog);

@@ -118,6 +118,39 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
   return out;
 }
 
+// The matched ops whose branch conditions decide the candidate's stages: not
+// an optional step (RULE["match"]["optional"]) nor the ops that only feed one
+// (`mask[:, None, :]` of the mask add): the chain is the same fused call with
+// or without that step, so a causal-mask add that only prefill builds the
+// mask for does not make the chain prefill-only.
+std::vector<int> stage_narrowing_ops(const rules::Rule& rule, const match::Match& m) {
+  const model::FunctionDataflow& g = *m.target;
+  std::set<std::string> optional;
+  if (auto it = rule.match.find("optional"); it != rule.match.end() && it->is_array())
+    for (const auto& name : *it)
+      if (name.is_string()) optional.insert(name.get<std::string>());
+  std::set<int> skipped;
+  for (int id : m.ops)
+    if (id >= 0 && static_cast<size_t>(id) < g.ops.size() && optional.count(g.ops[static_cast<size_t>(id)].name))
+      skipped.insert(id);
+  for (bool grew = !skipped.empty(); grew;) {
+    grew = false;
+    for (int id : m.ops) {
+      if (skipped.count(id) || id < 0 || static_cast<size_t>(id) >= g.ops.size()) continue;
+      const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
+      bool only_feeds_skipped = !op.outputs.empty();
+      for (int v : op.outputs)
+        for (int reader : g.consumers(v))
+          if (!skipped.count(reader)) only_feeds_skipped = false;
+      if (only_feeds_skipped) grew = skipped.insert(id).second || grew;
+    }
+  }
+  std::vector<int> out;
+  for (int id : m.ops)
+    if (!skipped.count(id)) out.push_back(id);
+  return out;
+}
+
 // RULE["operand_facts"]: where the operator sees other sizes than the model
 // names (FIA over MLA's absorbed latent: D is kv_lora_rank, one KV head), the
 // checks read the operator's. Every expression is worked out on the model's
@@ -350,7 +383,11 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     c.confidence = site.match.confidence;
 
     std::string why_stage;
-    std::string branch = ctx.branches ? branch_stage(*site.match.target, site.match.ops, *ctx.branches, &why_stage) : "";
+    // An optional step (RULE["match"]["optional"]) found under a condition
+    // does not narrow the stages: the chain is the same fused call with or
+    // without it (a causal-mask add only prefill builds the mask for).
+    std::vector<int> narrowing = stage_narrowing_ops(rule, site.match);
+    std::string branch = ctx.branches ? branch_stage(*site.match.target, narrowing, *ctx.branches, &why_stage) : "";
     c.stages = split_stages(rule.stages, branch, ctx.requested_stage);
     if (c.stages.empty()) {
       out.notes.push_back(fmt::format("{}: matched, but it applies to {} only{} and the plan is for {}", c.id,

@@ -169,11 +169,13 @@ std::vector<const Candidate*> flat(const Plan& plan) {
   return out;
 }
 
-bool module_present(const std::string& wanted, const std::vector<const Candidate*>& all) {
+bool module_present(const std::string& wanted, const std::set<std::string>& modules,
+                    const std::vector<const Candidate*>& all) {
   size_t from = 0;
   for (;;) {
     size_t bar = wanted.find('|', from);
     std::string one = wanted.substr(from, bar == std::string::npos ? std::string::npos : bar - from);
+    if (modules.count(one)) return true;
     for (const Candidate* c : all)
       if (c->module == one || id_module(c->id) == one) return true;
     if (bar == std::string::npos) return false;
@@ -258,7 +260,8 @@ const std::vector<ReferenceChain>& embedded_reference_chains() {
 }
 
 std::vector<ChainReport> reference_chain_coverage(const std::vector<ReferenceChain>& chains, const Plan& plan,
-                                                  const check::FactSet& facts, std::vector<std::string>& notes) {
+                                                  const check::FactSet& facts, const std::set<std::string>& modules,
+                                                  std::vector<std::string>& notes) {
   std::vector<const Candidate*> all = flat(plan);
   std::vector<std::string> stages;
   if (plan.options.stage == "prefill" || plan.options.stage == "decode") stages = {plan.options.stage};
@@ -271,7 +274,7 @@ std::vector<ChainReport> reference_chain_coverage(const std::vector<ReferenceCha
     for (const ReferenceChain& c : chains) {
       if (std::find(c.stages.begin(), c.stages.end(), stage) == c.stages.end()) continue;
       if (!std::all_of(c.requires_modules.begin(), c.requires_modules.end(),
-                       [&](const std::string& m) { return module_present(m, all); }))
+                       [&](const std::string& m) { return module_present(m, modules, all); }))
         continue;
       if (!c.when.empty()) {
         check::Partial value = check::evaluate(*check::parse_constraint_expression(c.when), facts);

@@ -4,6 +4,7 @@
 // and parallel mode. After the candidates are built, the plan names the
 // chains that apply to the model in each analysed stage and says, step by
 // step, what covers it, what blocks it and what is left open.
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +43,11 @@ const std::vector<ReferenceChain>& embedded_reference_chains();
 
 // The chains that apply to `plan` in each stage it analyses, with each step's
 // state read from the plan's candidates; chains whose `when` cannot be
-// decided are added to `notes`.
+// decided are added to `notes`. `modules` are the module kinds the model's
+// blocks hold (attention, mla, indexer, moe, ffn: model/subchains.h); a
+// module is also present where a candidate of it is.
 std::vector<ChainReport> reference_chain_coverage(const std::vector<ReferenceChain>& chains, const Plan& plan,
-                                                  const check::FactSet& facts, std::vector<std::string>& notes);
+                                                  const check::FactSet& facts, const std::set<std::string>& modules,
+                                                  std::vector<std::string>& notes);
 
 }  // namespace npufuse::plan

@@ -37,6 +37,20 @@ TEST(Branches, LlamaDecodeMaskAndCacheUpdate) {
   EXPECT_FALSE(has_kind(*dropout, BranchKind::PrefillDecode));
 }
 
+TEST(Branches, AMaskThatOnlyPrefillBuildsMakesItsNoneTestAStageBranch) {
+  // Transformer.forward: `mask = None` then `if seqlen > 1: mask = torch.full(...)`;
+  // MLA.forward, which is handed that mask: `if mask is not None:` is prefill.
+  auto m = load_model("deepseek_v3_like", true);
+  const BranchCondition* add = branch_at(m->inv, "MLA.forward", 274);
+  ASSERT_NE(add, nullptr);
+  EXPECT_TRUE(has_kind(*add, BranchKind::PrefillDecode));
+  EXPECT_EQ(add->true_stage, "prefill");
+  // The same name tested in a model that builds its mask in both stages stays unclassified.
+  auto llama = load_model("llama_like", true);
+  for (const BranchCondition& b : llama->inv.branches)
+    if (b.condition.find("mask is not None") != std::string::npos) EXPECT_EQ(b.true_stage, "") << b.where.str();
+}
+
 TEST(Branches, VllmPrefillAndDecodePathsAndTensorParallelReduce) {
   auto m = load_model("vllm_style", true);
   const BranchCondition* prefill = branch_at(m->inv, "PagedAttention.forward", 208);

@@ -110,7 +110,7 @@ TEST(ReferenceChains, TheMostSpecificChainPerModuleStageAndParallelModeIsNamed) 
   plan.candidates[1].blocking = {"npu_lightning_indexer:products: not on A2"};
   check::FactSet facts;
   std::vector<std::string> notes;
-  std::vector<ChainReport> reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, notes);
+  std::vector<ChainReport> reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes);
   // MLA with an indexer replaces plain MLA; the decode stage only.
   ASSERT_NE(find(reports, "mla_indexer", "decode"), nullptr);
   EXPECT_EQ(find(reports, "mla_absorb_decode", "decode"), nullptr);
@@ -132,14 +132,14 @@ TEST(ReferenceChains, TheMostSpecificChainPerModuleStageAndParallelModeIsNamed) 
   // With EP the decode chain is the MC2 one, whose experts rule did not match.
   facts.set("ep", int64_t{16}, "--ep");
   notes.clear();
-  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, notes);
+  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes);
   EXPECT_EQ(find(reports, "moe_tp", "decode"), nullptr);
   ASSERT_NE(find(reports, "moe_ep_decode", "decode"), nullptr);
   EXPECT_EQ(step(*find(reports, "moe_ep_decode", "decode"), "experts").status, "not_found");
   EXPECT_TRUE(notes.empty());
   // An EP of one is tensor-parallel again.
   facts.set("ep", int64_t{1}, "--ep");
-  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, notes);
+  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes);
   EXPECT_NE(find(reports, "moe_tp", "decode"), nullptr);
   EXPECT_EQ(find(reports, "moe_ep_decode", "decode"), nullptr);
 }
@@ -149,7 +149,24 @@ TEST(ReferenceChains, AModelWithoutTheModulesGetsNoChain) {
   plan.candidates = {candidate("norm.rms_norm", "norm", Status::Candidate, {})};
   check::FactSet facts;
   std::vector<std::string> notes;
-  EXPECT_TRUE(reference_chain_coverage(embedded_reference_chains(), plan, facts, notes).empty());
+  EXPECT_TRUE(reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes).empty());
+}
+
+TEST(ReferenceChains, TheBlocksModulesCountWhereNoCandidateOfTheStageShowsThem) {
+  // A decode plan whose indexer steps are all prefill-only: the block still has an indexer.
+  Plan plan;
+  plan.options.stage = "decode";
+  plan.candidates = {candidate("mla.sparse_flash_attention", "mla", Status::CandidateWithPrerequisites, {"decode"})};
+  check::FactSet facts;
+  std::vector<std::string> notes;
+  std::vector<ChainReport> reports =
+      reference_chain_coverage(embedded_reference_chains(), plan, facts, {"mla", "indexer"}, notes);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].id, "mla_indexer");
+  EXPECT_EQ(step(reports[0], "indexer").status, "not_found");
+  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {"mla"}, notes);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].id, "mla_absorb_decode");
 }
 
 }  // namespace
