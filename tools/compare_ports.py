@@ -33,7 +33,7 @@ DEFAULT_RULES = os.path.join(REPO_ROOT, "rules")
 PLAN_MODULES = {
     "norm": {"norm"},
     "rope": {"rope"},
-    "attention_core": {"attention"},
+    "attention_core": {"attention", "mla"},  # MLA rules (FIA over the latent, V absorb) are module mla
     "kv_cache_write": {"kv_cache", "attention"},
     "mla_prolog": {"mla"},
     "indexer": {"indexer"},
