@@ -36,6 +36,27 @@ const ChainWords& words(Lang lang) {
   return lang == Lang::Zh ? zh : en;
 }
 
+}  // namespace
+
+std::string chain_status_label(const std::string& status, Lang lang) {
+  const ChainWords& w = words(lang);
+  if (status == "covered") return w.covered;
+  if (status == "blocked") return w.blocked;
+  if (status == "open") return w.open;
+  if (status == "torch") return w.torch;
+  if (status == "not_mapped") return w.not_mapped;
+  return w.not_found;
+}
+
+std::string reference_chains_heading(Lang lang) {
+  std::string h = words(lang).heading;
+  return h.substr(2, h.size() - 4);  // without the Markdown bold
+}
+
+std::string reference_chains_intro(Lang lang) { return words(lang).intro; }
+
+namespace {
+
 std::string ids(const std::vector<std::string>& list) {
   std::string out;
   for (const std::string& id : list) out += fmt::format("{}`{}`", out.empty() ? "" : ", ", id);
@@ -53,13 +74,9 @@ std::string reference_chains_markdown(const plan::Plan& plan, Lang lang) {
     out += fmt::format("- `{}` ({}) — {} ({}: {})\n", c.id, stage_label(c.stage, lang), zh ? c.title_zh : c.title_en,
                        w.source, c.source);
     for (const plan::ChainStepReport& s : c.steps) {
-      std::string state;
-      if (s.status == "covered") state = fmt::format("{} {}", w.covered, ids(s.candidates));
-      else if (s.status == "blocked") state = fmt::format("{}: {}", w.blocked, ids(s.candidates));
-      else if (s.status == "open") state = fmt::format("{}: {}", w.open, ids(s.candidates));
-      else if (s.status == "torch") state = w.torch;
-      else if (s.status == "not_mapped") state = w.not_mapped;
-      else state = w.not_found;
+      std::string state = chain_status_label(s.status, lang);
+      if (s.status == "covered") state += " " + ids(s.candidates);
+      else if (s.status == "blocked" || s.status == "open") state += ": " + ids(s.candidates);
       std::string detail = zh && !s.detail_zh.empty() ? s.detail_zh : s.detail;
       out += fmt::format("  - {} ({}): {}{}\n", s.name, zh ? s.title_zh : s.title_en, state,
                          detail.empty() ? "" : fmt::format(" — {}", detail));

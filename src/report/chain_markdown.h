@@ -11,4 +11,11 @@ namespace npufuse::report {
 // The lines to print (ending in a newline), or "" when no chain applies.
 std::string reference_chains_markdown(const plan::Plan& plan, Lang lang);
 
+// What people read for a step's status ("covered by", "left open", ...) and
+// for the section's heading and introduction, per language; the HTML report
+// uses them too.
+std::string chain_status_label(const std::string& status, Lang lang);
+std::string reference_chains_heading(Lang lang);
+std::string reference_chains_intro(Lang lang);
+
 }  // namespace npufuse::report

@@ -16,6 +16,9 @@ code, pre { font: 12px/1.4 ui-monospace, monospace; }
 .badge { display: inline-block; padding: 0 .5rem; border-radius: 1rem; color: #fff; font-size: 12px; font-weight: 600; }
 .badge.st-candidate { background: var(--ok); } .badge.st-candidate_with_prerequisites { background: var(--pre); }
 .badge.st-not_applicable { background: var(--na); } .badge.st-no_fused_op { background: var(--nf); }
+.chain ul { list-style: none; padding-left: 1rem; } .chain-step { border-left: 4px solid #bbb; padding-left: .5rem; margin: .15rem 0; }
+.chain-step[data-status=covered] { border-left-color: var(--ok); } .chain-step[data-status=blocked] { border-left-color: var(--na); }
+.chain-step[data-status=open], .chain-step[data-status=not_mapped] { border-left-color: var(--nf); }
 .card { border: 1px solid var(--line); border-left: 6px solid #999; border-radius: 6px; padding: .5rem 1rem; margin: .8rem 0; }
 .card.st-candidate { border-left-color: var(--ok); } .card.st-candidate_with_prerequisites { border-left-color: var(--pre); }
 .card.st-not_applicable { border-left-color: var(--na); } .card.st-no_fused_op { border-left-color: var(--nf); }

@@ -10,6 +10,7 @@
 
 #include "model/model_config.h"
 #include "model/source_set.h"
+#include "report/chain_markdown.h"
 #include "report/html_assets.h"
 #include "report/html_candidate_card.h"
 #include "report/html_escape.h"
@@ -202,6 +203,7 @@ class Page {
 
   void step2() {
     section("coverage", w_.step2);
+    reference_chains();
     for (const auto& [module, list] : by_module(plan_)) {
       std::map<std::string, int> covering;
       std::vector<std::string> open, blocked;
@@ -230,6 +232,43 @@ class Page {
       out_ += "</ul>\n";
     }
     end_section();
+  }
+
+  // The anchor of the card that holds candidate `id` (itself or as an alternative), or "".
+  std::string card_of(const std::string& id) const {
+    for (size_t i = 0; i < plan_.candidates.size(); ++i) {
+      const Candidate& c = plan_.candidates[i];
+      if (c.id == id) return candidate_anchor(i);
+      for (const Candidate& a : c.alternatives)
+        if (a.id == id) return candidate_anchor(i);
+    }
+    return "";
+  }
+
+  void reference_chains() {
+    if (plan_.reference_chains.empty()) return;
+    out_ += fmt::format("<h3>{}</h3>\n<p>{}</p>\n", escape_html(reference_chains_heading(lang_)),
+                        escape_html(reference_chains_intro(lang_)));
+    for (const plan::ChainReport& c : plan_.reference_chains) {
+      out_ += fmt::format("<div class=\"chain\" data-chain=\"{}\" data-stage=\"{}\">\n<p>{} ({}) — {}</p>\n<ul>",
+                          escape_html(c.id), escape_html(c.stage), code(c.id), escape_html(stage_label(c.stage, lang_)),
+                          escape_html(pick(c.title_en, c.title_zh, lang_)));
+      for (const plan::ChainStepReport& s : c.steps) {
+        std::string links;
+        for (const std::string& id : s.candidates) {
+          std::string anchor = card_of(id);
+          std::string shown = code(id);
+          links += (links.empty() ? " " : ", ") +
+                   (anchor.empty() ? shown : fmt::format("<a href=\"#{}\">{}</a>", escape_html(anchor), shown));
+        }
+        std::string detail = pick(s.detail, s.detail_zh, lang_);
+        out_ += fmt::format("<li class=\"chain-step\" data-status=\"{}\"><strong>{}</strong> ({}): {}{}{}</li>",
+                            escape_html(s.status), escape_html(s.name), escape_html(pick(s.title_en, s.title_zh, lang_)),
+                            escape_html(chain_status_label(s.status, lang_)), links,
+                            detail.empty() ? "" : " — " + escape_html(detail));
+      }
+      out_ += "</ul>\n</div>\n";
+    }
   }
 
   void legend() {

@@ -48,6 +48,11 @@ class PageFacts(html.parser.HTMLParser):
         self._in_result = False
         self.scripts = 0
         self.images = 0
+        self.chains = []       # (chain id, stage) per reference-chain block
+        self.chain_steps = 0
+        self.chain_links = []  # card anchors the chain steps link to
+        self.ids = set()
+        self._in_step = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -70,12 +75,23 @@ class PageFacts(html.parser.HTMLParser):
             self.scripts += 1
         if tag == "img":
             self.images += 1
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "div" and "chain" in classes:
+            self.chains.append((a.get("data-chain"), a.get("data-stage")))
+        if tag == "li" and "chain-step" in classes:
+            self.chain_steps += 1
+            self._in_step = True
+        if tag == "a" and self._in_step and (a.get("href") or "").startswith("#"):
+            self.chain_links.append(a["href"][1:])
 
     def handle_endtag(self, tag):
         if tag == "figure" and self.in_figure:
             self.in_figure -= 1
         if tag == "pre":
             self._in_result = False
+        if tag == "li":
+            self._in_step = False
 
     def handle_data(self, data):
         if self._in_result:
@@ -142,6 +158,12 @@ def check_model(args, chromium, name, failures):
     expect("blocks with an SVG", facts.figure_svgs, facts.figures)
     if not result.get("chain_links"):
         failures.append(f"{name}: no chain node links to a card")
+    # The reference chains of the plan, each step shown, every candidate link landing on a card.
+    expect("reference chains in the DOM", facts.chains,
+           [(c["id"], c["stage"]) for c in plan.get("reference_chains", [])])
+    expect("reference-chain steps in the DOM", facts.chain_steps,
+           sum(len(c["steps"]) for c in plan.get("reference_chains", [])))
+    expect("chain-step links without a card", [a for a in facts.chain_links if a not in facts.ids], [])
     statuses = {c["status"] for c in plan["candidates"]}
     tested = {c["name"].split("=", 1)[1] for c in result.get("checks", []) if c["name"].startswith("status=")}
     expect("statuses the filter was tried with", sorted(tested), sorted(statuses))
