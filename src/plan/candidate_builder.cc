@@ -123,12 +123,10 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
 // (`mask[:, None, :]` of the mask add): the chain is the same fused call with
 // or without that step, so a causal-mask add that only prefill builds the
 // mask for does not make the chain prefill-only.
-std::vector<int> stage_narrowing_ops(const rules::Rule& rule, const match::Match& m) {
+std::vector<int> stage_narrowing_ops(const match::Match& m) {
   const model::FunctionDataflow& g = *m.target;
-  std::set<std::string> optional;
-  if (auto it = rule.match.find("optional"); it != rule.match.end() && it->is_array())
-    for (const auto& name : *it)
-      if (name.is_string()) optional.insert(name.get<std::string>());
+  static const std::set<std::string> none;
+  const std::set<std::string>& optional = m.pattern ? m.pattern->options.optional : none;
   std::set<int> skipped;
   for (int id : m.ops)
     if (id >= 0 && static_cast<size_t>(id) < g.ops.size() && optional.count(g.ops[static_cast<size_t>(id)].name))
@@ -386,7 +384,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     // An optional step (RULE["match"]["optional"]) found under a condition
     // does not narrow the stages: the chain is the same fused call with or
     // without it (a causal-mask add only prefill builds the mask for).
-    std::vector<int> narrowing = stage_narrowing_ops(rule, site.match);
+    std::vector<int> narrowing = stage_narrowing_ops(site.match);
     std::string branch = ctx.branches ? branch_stage(*site.match.target, narrowing, *ctx.branches, &why_stage) : "";
     c.stages = split_stages(rule.stages, branch, ctx.requested_stage);
     if (c.stages.empty()) {
