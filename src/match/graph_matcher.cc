@@ -670,7 +670,14 @@ class Walk {
     if (readers.empty() || !std::all_of(readers.begin(), readers.end(), [&](int r) { return pg_.ops[static_cast<size_t>(r)].name == "iterate"; }))
       return false;
     bool slice = T.name == "range" && T.inputs.size() == 2 && T.cls == OpClass::Compute;
-    if (!slice) {
+    // `for e in ids.unique()`: the ids some token chose, read from a tensor the
+    // match has bound to a parameter (the routing ids the body compares with
+    // e). Like the slice it leaves the count unbound; the plan asks for it.
+    bool present_ids = false;
+    if (!slice && T.name == "unique" && T.cls == OpClass::Compute)
+      for (size_t pv = 0; pv < s_.param_value.size() && !present_ids; ++pv)
+        if (int bound = s_.param_value[pv]; bound >= 0 && depends_on(T.outputs[0], bound)) present_ids = true;
+    if (!slice && !present_ids) {
       int count = through_casts(pg_, P.inputs[0]);
       bool bound = pg_.producer_of(count).cls == OpClass::Input && s_.param_value[static_cast<size_t>(count)] >= 0;
       if (!bound || T.cls != OpClass::Compute || T.name == "range") return false;

@@ -51,3 +51,27 @@ TEST(MoeFact, AnExpertCountInTheConfigIsEnough) {
 
 }  // namespace
 }  // namespace npufuse::plan
+
+namespace npufuse::plan {
+namespace {
+
+// A loop over `ids.unique()` visits only the experts some token chose: the
+// expert chain matches, and the plan asks for the expert count the
+// replacement needs (prerequisite expert_count).
+TEST(MoeExperts, ALoopOverThePresentIdsMatchesAndAsksForTheExpertCount) {
+  AnalyzeOptions o;
+  o.paths = {std::string(NPUFUSE_SOURCE_DIR) + "/rules/moe/fixtures/experts_grouped_matmul_match_unique_ids.py"};
+  Plan plan = analyze(o);
+  auto experts = std::find_if(plan.candidates.begin(), plan.candidates.end(),
+                              [](const Candidate& c) { return c.rule == "moe.experts_grouped_matmul"; });
+  ASSERT_NE(experts, plan.candidates.end());
+  auto count = std::find_if(experts->prerequisites.begin(), experts->prerequisites.end(),
+                            [](const PrerequisiteItem& p) { return p.id == "expert_count"; });
+  ASSERT_NE(count, experts->prerequisites.end());
+  EXPECT_FALSE(count->mechanical);
+  EXPECT_NE(count->en.find("ids.unique()"), std::string::npos) << count->en;
+  EXPECT_EQ(count->where.start_line, 27);
+}
+
+}  // namespace
+}  // namespace npufuse::plan
