@@ -835,28 +835,25 @@ class Walk {
       bool known = std::any_of(pa->begin(), pa->end(), [&](const OpArgument& b) { return b.key == a.key; });
       if (!known) return fail_with([&] { return fmt::format("{} at {} has an argument {} the pattern does not", describe_op(T), where(T), a.key); }, T.id);
     }
+    // Arguments compared above are dropped from both sides before the rest are.
+    auto drop_compared = [&](auto compared) {
+      pattern_rest.assign(pa->begin(), pa->end());
+      model_rest.assign(ta->begin(), ta->end());
+      pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), compared), pattern_rest.end());
+      model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), compared), model_rest.end());
+      pa = &pattern_rest;
+      ta = &model_rest;
+    };
     if (P.name == "transpose") {
       if (std::optional<bool> same = same_transpose(*pa, *ta)) {
         if (!*same) return fail_with([&] { return fmt::format("{} at {} swaps other axes than the pattern's", describe_op(T), where(T)); }, T.id);
-        auto is_axis = [](const OpArgument& a) { return a.key == "dim0" || a.key == "dim1"; };
-        pattern_rest.assign(pa->begin(), pa->end());
-        model_rest.assign(ta->begin(), ta->end());
-        pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_axis), pattern_rest.end());
-        model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_axis), model_rest.end());
-        pa = &pattern_rest;
-        ta = &model_rest;
+        drop_compared([](const OpArgument& a) { return a.key == "dim0" || a.key == "dim1"; });
       }
     }
     if (P.name == "unsqueeze") {
       if (std::optional<bool> same = same_new_axis(P, T, *pa, *ta)) {
         if (!*same) return fail_with([&] { return fmt::format("{} at {} adds its axis elsewhere than the pattern's", describe_op(T), where(T)); }, T.id);
-        auto is_dim = [](const OpArgument& a) { return a.key == "dim"; };
-        pattern_rest.assign(pa->begin(), pa->end());
-        model_rest.assign(ta->begin(), ta->end());
-        pattern_rest.erase(std::remove_if(pattern_rest.begin(), pattern_rest.end(), is_dim), pattern_rest.end());
-        model_rest.erase(std::remove_if(model_rest.begin(), model_rest.end(), is_dim), model_rest.end());
-        pa = &pattern_rest;
-        ta = &model_rest;
+        drop_compared([](const OpArgument& a) { return a.key == "dim"; });
       }
     }
     std::vector<std::pair<int, int>> pairs;

@@ -146,6 +146,24 @@ TEST_F(DataflowTest, StatementsAfterAnIfThatReturnsCarryItsNegation) {
   EXPECT_EQ(graph_.producer_of(op_named("mul")->inputs[0]).condition, "not (fast)");
 }
 
+TEST_F(DataflowTest, AnIndexThatOnlyAddsAxesIsUnsqueeze) {
+  build("    a = x[:, None, :]\n    b = x[..., None]\n    c = x[None]\n    d = x[:, None, None]\n    e = x[None, 1]\n"
+        "    return a, b, c, d, e\n", "x");
+  // (dim, marked as counted from the back of an Ellipsis) per unsqueeze, in order
+  std::vector<std::pair<std::string, bool>> seen;
+  int getitems = 0;
+  for (const DataflowOp& op : graph_.ops) {
+    if (op.name == "getitem") ++getitems;
+    if (op.name != "unsqueeze") continue;
+    const DataflowOp& dim = graph_.producer_of(op.inputs[1]);
+    std::string text = dim.name == "neg" ? "-" + graph_.producer_of(dim.inputs[0]).attrs[0] : dim.attrs[0];
+    seen.emplace_back(text, op.attrs.size() > 2 && op.attrs[2] == kAfterEllipsis);
+  }
+  std::vector<std::pair<std::string, bool>> want = {{"1", false}, {"-1", true}, {"0", false}, {"1", false}, {"2", false}};
+  EXPECT_EQ(seen, want);
+  EXPECT_EQ(getitems, 1);  // x[None, 1] indexes: it keeps its own spelling
+}
+
 TEST_F(DataflowTest, CallsOfHelpersAndSubmodulesStayOpaqueButNamed) {
   std::string text =
       "import torch\n"
