@@ -248,14 +248,16 @@ std::vector<ReferenceChain> load_reference_chains(const std::vector<std::pair<st
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> embedded_reference_chain_files() {
+  size_t count = 0;
+  const EmbeddedFile* files = npufuse::chain_files(&count);
+  std::vector<std::pair<std::string, std::string>> texts;
+  for (size_t i = 0; i < count; ++i) texts.emplace_back(files[i].path, std::string(files[i].data, files[i].size));
+  return texts;
+}
+
 const std::vector<ReferenceChain>& embedded_reference_chains() {
-  static const std::vector<ReferenceChain> chains = [] {
-    size_t count = 0;
-    const EmbeddedFile* files = npufuse::chain_files(&count);
-    std::vector<std::pair<std::string, std::string>> texts;
-    for (size_t i = 0; i < count; ++i) texts.emplace_back(files[i].path, std::string(files[i].data, files[i].size));
-    return load_reference_chains(texts);
-  }();
+  static const std::vector<ReferenceChain> chains = load_reference_chains(embedded_reference_chain_files());
   return chains;
 }
 

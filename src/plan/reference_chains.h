@@ -38,7 +38,9 @@ struct ReferenceChain {
 // reported as `file:line:col: message`, one per line, in the exception.
 std::vector<ReferenceChain> load_reference_chains(const std::vector<std::pair<std::string, std::string>>& files);
 
-// The chains compiled into the binary, parsed once.
+// The chain files compiled into the binary (path, text), and those parsed
+// once.
+std::vector<std::pair<std::string, std::string>> embedded_reference_chain_files();
 const std::vector<ReferenceChain>& embedded_reference_chains();
 
 // The chains that apply to `plan` in each stage it analyses, with each step's

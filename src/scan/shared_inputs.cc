@@ -1,5 +1,6 @@
 #include "scan/shared_inputs.h"
 
+#include "plan/reference_chains.h"
 #include "util/sha256.h"
 
 namespace npufuse::scan {
@@ -30,6 +31,11 @@ SharedInputs SharedInputs::load(const std::string& rules_dir, const std::string&
   for (const auto& f : catalog_files) {
     append_field(digest_input, "catalog/" + f.path);
     append_field(digest_input, f.text);
+  }
+  // The reference chains shape every plan's step 2 too.
+  for (const auto& [path, text] : plan::embedded_reference_chain_files()) {
+    append_field(digest_input, "chains/" + path);
+    append_field(digest_input, text);
   }
 
   SharedInputs shared{

@@ -14,8 +14,9 @@ namespace npufuse::scan {
 struct SharedInputs {
   rules::RuleSet rules;
   catalog::Catalog catalog;
-  // sha256 over every rule and catalog file (path and bytes): a cached plan
-  // made with other rules or another catalog is never reused.
+  // sha256 over every rule, catalog and reference-chain file (path and
+  // bytes): a cached plan made with other rules, another catalog or other
+  // chains is never reused.
   std::string fingerprint;
   // The rules compiled into patterns once for the whole scan.
   plan::CompiledPatterns patterns;
