@@ -47,8 +47,11 @@ TEST(Branches, AMaskThatOnlyPrefillBuildsMakesItsNoneTestAStageBranch) {
   EXPECT_EQ(add->true_stage, "prefill");
   // The same name tested in a model that builds its mask in both stages stays unclassified.
   auto llama = load_model("llama_like", true);
-  for (const BranchCondition& b : llama->inv.branches)
-    if (b.condition.find("mask is not None") != std::string::npos) EXPECT_EQ(b.true_stage, "") << b.where.str();
+  for (const BranchCondition& b : llama->inv.branches) {
+    if (b.condition.find("mask is not None") != std::string::npos) {
+      EXPECT_EQ(b.true_stage, "") << b.where.str();
+    }
+  }
 }
 
 TEST(Branches, VllmPrefillAndDecodePathsAndTensorParallelReduce) {
