@@ -215,6 +215,7 @@ class BranchFinder {
           for (const ast::stmt* t : i->body) collect_calls(file, t, b.then_calls);
           for (const ast::stmt* t : i->orelse) collect_calls(file, t, b.else_calls);
           finish(std::move(b));
+          note_stage_body(*i, out_.back().true_stage);
         } else if (const auto* x = as<ast::IfExp>(n)) {
           BranchCondition b = start(file, name, owner, n, x->test, "ternary");
           collect_calls(file, x->body, b.then_calls);
@@ -225,13 +226,6 @@ class BranchFinder {
           if (const auto* nm = as<ast::Name>(c->func)) called_.insert(std::string(nm->id));
         }
         if (const auto* a = as<ast::Assign>(n)) note_assignment(*a);
-        if (const auto* i = as<ast::If>(n)) {
-          std::string stage = stage_when_true(i->test);
-          if (stage == "prefill" || stage == "decode")
-            for (const ast::stmt* t : i->body)
-              if (const auto* a = as<ast::Assign>(t); a && !is_none(a->value))
-                for (const std::string& name : assigned_names(*a)) gated_[name].insert(stage);
-        }
         return true;
       });
     }
@@ -295,6 +289,14 @@ class BranchFinder {
     for (const ast::expr* t : a.targets)
       if (const auto* nm = as<ast::Name>(t)) out.emplace_back(nm->id);
     return out;
+  }
+
+  // `if seqlen > 1: mask = ...`: the names the body of a stage branch assigns a value.
+  void note_stage_body(const ast::If& i, const std::string& stage) {
+    if (stage != "prefill" && stage != "decode") return;
+    for (const ast::stmt* t : i.body)
+      if (const auto* a = as<ast::Assign>(t); a && !is_none(a->value))
+        for (const std::string& name : assigned_names(*a)) gated_[name].insert(stage);
   }
 
   void note_assignment(const ast::Assign& a) {

@@ -39,11 +39,7 @@ void render_chains(const std::vector<BlockChains>& blocks, Lang lang, std::strin
       if (m.module == "attention" || m.module == "mla")
         out += fmt::format("- {}: {}{}\n", zh ? "注意力核心布局" : "attention-core layout", m.layout.layout,
                            m.layout.evidence.empty() ? "" : " — " + m.layout.evidence);
-      if (!m.missing.empty()) {
-        std::string missing;
-        for (const std::string& k : m.missing) missing += (missing.empty() ? "" : ", ") + k;
-        out += fmt::format("- {}: {}\n", zh ? "未找到的步骤" : "steps not found", missing);
-      }
+      if (!m.missing.empty()) out += fmt::format("- {}: {}\n", zh ? "未找到的步骤" : "steps not found", fmt::join(m.missing, ", "));
       out += "\n";
       out += zh ? "| 步骤 | 位置 | 阶段 | 分支 | 说明 |\n|---|---|---|---|---|\n"
                 : "| step | where | stage | branch arm | detail |\n|---|---|---|---|---|\n";

@@ -8,12 +8,12 @@
 #include <set>
 #include <tuple>
 
+#include "check/evaluate.h"
+#include "check/expr_parser.h"
 #include "match/value_view.h"
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
 #include "plan/chain_facts.h"
-#include "check/evaluate.h"
-#include "check/expr_parser.h"
 #include "plan/chain_parts.h"
 #include "plan/fact_literal.h"
 #include "plan/rule_gate.h"
@@ -168,10 +168,8 @@ void apply_operand_facts(const rules::Rule& rule, check::FactSet& facts, std::ve
       facts.set(name, *value.value, why);
     } else {
       facts.erase(name);
-      std::string missing;
-      for (const std::string& m : value.missing) missing += (missing.empty() ? "" : ", ") + m;
-      std::string why =
-          fmt::format("rule {}: the operator's {} is {}, not known here (needs {})", rule.id, name, text, missing);
+      std::string why = fmt::format("rule {}: the operator's {} is {}, not known here (needs {})", rule.id, name, text,
+                                    fmt::join(value.missing, ", "));
       if (std::find(evidence.begin(), evidence.end(), why) == evidence.end()) evidence.push_back(why);
     }
   }
@@ -213,17 +211,19 @@ std::optional<PrerequisiteItem> id_slice_prerequisite(const rules::Rule& rule, c
   for (int id : site.match.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     // `for e in ids.unique()`: only the ids present; the replacement needs the id count.
-    if (op.name == "unique" && op.cls == model::OpClass::Compute && rule.module == "moe_experts")
+    if (op.name == "unique" && op.cls == model::OpClass::Compute && rule.module == "moe_experts") {
+      std::string ids = op.inputs.empty() ? std::string("ids") : match::value_spelling(g, op.inputs[0]);
       return PrerequisiteItem{
           "expert_count",
           fmt::format("The loop (line {}) visits the expert ids present in {}.unique(); the replacement needs the "
                       "number of experts as num_experts (expert_num of npu_moe_init_routing_v2): pass the count the "
                       "experts' ModuleList or the config holds (experts without a token add nothing either way).",
-                      op.line, op.inputs.empty() ? std::string("ids") : match::value_spelling(g, op.inputs[0])),
+                      op.line, ids),
           fmt::format("第{}行的循环只遍历{}.unique()中出现的专家编号；替换写法需要专家总数作为num_experts"
                       "（npu_moe_init_routing_v2的expert_num）：传入专家ModuleList或配置中的专家数（没有token的专家本来就不贡献结果）。",
-                      op.line, op.inputs.empty() ? std::string("ids") : match::value_spelling(g, op.inputs[0])),
+                      op.line, ids),
           false, Location{at.file, op.line, op.line}};
+    }
     if (op.name != "range" || op.cls != model::OpClass::Compute || op.inputs.size() != 2) continue;
     std::string start = match::value_spelling(g, op.inputs[0]), end = match::value_spelling(g, op.inputs[1]);
     if (rule.module != "moe_experts")

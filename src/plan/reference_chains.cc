@@ -25,13 +25,11 @@ class ChainReader {
  public:
   ChainReader(std::string path, std::vector<std::string>& errors) : path_(std::move(path)), errors_(errors) {}
 
+  void error(const toml::source_position& at, const std::string& message) {
+    errors_.push_back(fmt::format("{}:{}:{}: {}", path_, at.line, at.column, message));
+  }
   void error(const toml::node* at, const std::string& message) {
-    int line = 1, col = 1;
-    if (at) {
-      line = static_cast<int>(at->source().begin.line);
-      col = static_cast<int>(at->source().begin.column);
-    }
-    errors_.push_back(fmt::format("{}:{}:{}: {}", path_, line, col, message));
+    error(at ? at->source().begin : toml::source_position{1, 1}, message);
   }
 
   std::string str(const toml::table& t, const char* key, bool required) {
@@ -71,9 +69,7 @@ class ChainReader {
 
   void only_keys(const toml::table& t, const std::set<std::string>& allowed, const char* where) {
     for (const auto& [k, v] : t)
-      if (!allowed.count(std::string(k.str())))
-        errors_.push_back(fmt::format("{}:{}:{}: unknown key '{}' in {}", path_, k.source().begin.line,
-                                      k.source().begin.column, k.str(), where));
+      if (!allowed.count(std::string(k.str()))) error(k.source().begin, fmt::format("unknown key '{}' in {}", k.str(), where));
   }
 
  private:
@@ -108,7 +104,7 @@ ReferenceChain read_chain(const std::string& path, const std::string& text, std:
   c.when = r.str(root, "when", false);
   if (!c.when.empty()) {
     try {
-      check::parse_constraint_expression(c.when);
+      c.condition = check::parse_constraint_expression(c.when);
     } catch (const check::ExprSyntaxError& e) {
       r.error(root.get("when"), fmt::format("'when', column {} of the expression: {}", e.col(), e.what()));
     }
@@ -240,11 +236,7 @@ std::vector<ReferenceChain> load_reference_chains(const std::vector<std::pair<st
     if (!c.id.empty() && !ids.insert(c.id).second) errors.push_back(fmt::format("{}:1:1: chain id '{}' used twice", path, c.id));
     out.push_back(std::move(c));
   }
-  if (!errors.empty()) {
-    std::string all;
-    for (const std::string& e : errors) all += (all.empty() ? "" : "\n") + e;
-    throw std::invalid_argument(all);
-  }
+  if (!errors.empty()) throw std::invalid_argument(fmt::format("{}", fmt::join(errors, "\n")));
   return out;
 }
 
@@ -278,13 +270,12 @@ std::vector<ChainReport> reference_chain_coverage(const std::vector<ReferenceCha
       if (!std::all_of(c.requires_modules.begin(), c.requires_modules.end(),
                        [&](const std::string& m) { return module_present(m, modules, all); }))
         continue;
-      if (!c.when.empty()) {
-        check::Partial value = check::evaluate(*check::parse_constraint_expression(c.when), facts);
+      if (c.condition) {
+        check::Partial value = check::evaluate(*c.condition, facts);
         if (!value.known()) {
-          std::string missing;
-          for (const std::string& m : value.missing) missing += (missing.empty() ? "" : ", ") + m;
           if (undecided.insert(c.id).second)
-            notes.push_back(fmt::format("reference chain {} applies only when {}, and {} is not known", c.id, c.when, missing));
+            notes.push_back(fmt::format("reference chain {} applies only when {}, and {} is not known", c.id, c.when,
+                                        fmt::join(value.missing, ", ")));
           continue;
         }
         if (!value.value->is_bool() || !value.value->as_bool()) continue;

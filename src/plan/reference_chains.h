@@ -4,11 +4,13 @@
 // and parallel mode. After the candidates are built, the plan names the
 // chains that apply to the model in each analysed stage and says, step by
 // step, what covers it, what blocks it and what is left open.
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "check/expr.h"
 #include "check/facts.h"
 #include "plan/plan.h"
 
@@ -31,6 +33,7 @@ struct ReferenceChain {
   std::vector<std::string> stages;
   std::vector<std::string> requires_modules;  // each "a" or "a|b"
   std::string when;                           // a constraint expression over facts, or ""
+  std::shared_ptr<const check::Expr> condition;  // `when` parsed by the loader; null when there is none
   std::vector<ReferenceChainStep> steps;
 };
 

@@ -87,11 +87,9 @@ std::vector<std::string> constraint_failures(const Plan& plan, const catalog::Ca
       out.push_back(fmt::format("{}: no constraint of {} was checked", c.id, c.apis.front()));
     for (const CheckResult& r : c.checks) {
       if (r.answer != check::Answer::Unknown) continue;
-      std::string missing;
-      for (const std::string& m : r.missing) missing += (missing.empty() ? "" : ", ") + m;
       out.push_back(fmt::format("{}: {}:{}{} unknown{}", c.id, r.api, r.constraint_id,
                                 r.stage.empty() ? "" : " (" + r.stage + ")",
-                                missing.empty() ? ": " + r.message_en : ", needs " + missing));
+                                r.missing.empty() ? ": " + r.message_en : fmt::format(", needs {}", fmt::join(r.missing, ", "))));
     }
   }
   return out;

@@ -20,10 +20,8 @@ std::optional<std::string> rule_withheld(const rules::Rule& rule, const check::F
   }
   check::Partial value = check::evaluate(*condition, facts);
   if (!value.known()) {
-    std::string missing;
-    for (const std::string& m : value.missing) missing += (missing.empty() ? "" : ", ") + m;
     return fmt::format("it applies only when {}, and {} is not known (give it, e.g. --quant w8a8, to see it)",
-                       rule.when, missing);
+                       rule.when, fmt::join(value.missing, ", "));
   }
   if (value.value->is_bool() && value.value->as_bool()) return std::nullopt;
   // Name the facts the condition read, so the note says what the model is.
