@@ -84,6 +84,13 @@ RULE = {
     "deinterleaved_returns": [1],
     "min_torch": {"search_f_rms_norm": "2.4"},
     "match": {"contains": ["norm.rms_norm", "rope.rope_interleave_complex"],
+              "also_outputs": {
+                  "normed": {
+                      "en": "with a paged cache_mode (PA, PA_BNSD, PA_NZ, PA_BLK_BNSD or PA_BLK_NZ) and is_output_kv=True its fourth output y_out is the normalised latent, [B, 1, S, kv_lora_rank], unquantised: read it there (the naive prefill's K/V up-projection does).",
+                      "zh": "使用分页cache_mode（PA、PA_BNSD、PA_NZ、PA_BLK_BNSD或PA_BLK_NZ）并设is_output_kv=True时，第四个输出y_out即归一化后的潜在向量，形状[B, 1, S, kv_lora_rank]，未量化：从那里读取（naive prefill的K/V上投影即如此）。"},
+                  "k_rot": {
+                      "en": "with a paged cache_mode and is_output_kv=True its third output k_embed_out is the rotated rope key, [B, 1, S, 64], in the de-interleaved order of the cache: its reader must take that order, as the query's rope part does (query_rope_deinterleaved).",
+                      "zh": "使用分页cache_mode并设is_output_kv=True时，第三个输出k_embed_out即旋转后的rope key，形状[B, 1, S, 64]，与缓存同为解交错顺序：读取方须按此顺序读取，与query的rope部分一致（query_rope_deinterleaved）。"}},
               "lookalikes": {"lookalike_half_mode_rope": {
                   "near_miss": "fixtures/kv_rmsnorm_rope_cache_nomatch_half_mode_rope.py",
                   "inputs": {"cos": {"shape": ["S", "R"], "dtype": "act", "init": "half_repeated"},
@@ -152,7 +159,8 @@ def search_f_rms_norm(kv, gamma, freqs_cis, kv_cache, pe_cache, start_pos, eps):
     pairs = torch.view_as_complex(k_pe.float().view(*k_pe.shape[:-1], -1, 2))
     table = freqs_cis.view(1, pairs.size(1), 1, pairs.size(-1))
     k_rot = torch.view_as_real(pairs * table).flatten(3).to(kv.dtype)
-    kv_cache[:b, start_pos:start_pos + s] = F.rms_norm(latent, (latent.shape[-1],), gamma, eps)
+    normed = F.rms_norm(latent, (latent.shape[-1],), gamma, eps)
+    kv_cache[:b, start_pos:start_pos + s] = normed
     pe_cache[:b, start_pos:start_pos + s] = k_rot.squeeze(2)
     return kv_cache, pe_cache
 

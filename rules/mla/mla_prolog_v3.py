@@ -104,6 +104,9 @@ RULE = {
     "deinterleaved_returns": [1, 3],
     "min_torch": {"search_f_rms_norm": "2.4"},
     "match": {"contains": ["norm.rms_norm", "rope.rope_interleave_complex", "mla.kv_rmsnorm_rope_cache"],
+              "also_outputs": {"c_q": {
+                  "en": "call it with query_norm_flag=True and pass its query_norm output (the normalised query latent, [T, q_lora_rank] or [B, S, q_lora_rank]) to that reader, as DeepSeek-V3.2's indexer needs.",
+                  "zh": "调用时设query_norm_flag=True，并把其query_norm输出（归一化后的query潜在向量，形状[T, q_lora_rank]或[B, S, q_lora_rank]）交给该读取方，DeepSeek-V3.2的索引器即需如此。"}},
               "lookalikes": {"lookalike_no_absorb": "fixtures/mla_prolog_v3_nomatch_no_absorb.py"}},
     "near_misses": [
         {"file": "fixtures/mla_prolog_v3_nomatch_no_absorb.py",

@@ -467,7 +467,8 @@ class Walk {
   // the model's op(s) and matching goes on below them.
   // The pattern op names equivalent_spelling knows another spelling of.
   static bool has_other_spellings(std::string_view name) {
-    return name == "mul" || name == "pow" || name == "div" || name == "rsqrt" || name == "repeat_interleave";
+    return name == "mul" || name == "pow" || name == "div" || name == "rsqrt" || name == "repeat_interleave" || name == "view" ||
+           name == "reshape";
   }
 
   bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
@@ -495,6 +496,7 @@ class Walk {
     if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2 && divides_by_sqrt(P, T, passed))
       return true;
     if (P.name == "repeat_interleave" && T.name == "expand") return repeat_kv_spelling(P, T, passed);
+    if ((P.name == "view" || P.name == "reshape") && T.name == "unsqueeze") return unit_axes_spelling(P, T, passed);
     if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2) return reciprocal_scale(P, T, passed);
     if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
       const DataflowOp& root = pg_.producer_of(through_casts(pg_, P.inputs[1]));
@@ -529,6 +531,55 @@ class Walk {
       rollback(saved);
     }
     return false;
+  }
+
+  // A table broadcast to a rank-4 operand: `t.view(1, s, 1, d)` in the
+  // pattern, `t[None, :, None, :]` or `t.unsqueeze(0).unsqueeze(2)` in the
+  // model. The view's literal 1s are the new unit axes; the model's chain of
+  // unsqueezes (axes counted from the front) must put its new axes at the
+  // same places. The view's other sizes are the input's own, as everywhere
+  // the walk passes a layout view. T is the outermost unsqueeze.
+  bool unit_axes_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
+    if (P.inputs.size() < 3) return false;
+    std::vector<int> pattern_units;
+    for (size_t i = 1; i < P.inputs.size(); ++i) {
+      const std::optional<ConstantValue>& c = pattern_constant(through_casts(pg_, P.inputs[i]));
+      if (c && c->numeric && c->number == 1) pattern_units.push_back(static_cast<int>(i - 1));
+      else if (c && !c->numeric) return false;  // a starred or packed size list: not this form
+    }
+    if (pattern_units.empty()) return false;
+    // The model's unsqueezes, innermost first, and the tensor below them.
+    std::vector<const DataflowOp*> chain;
+    int base = -1;
+    for (const DataflowOp* op = &T; op->name == "unsqueeze" && op->inputs.size() == 2 && op->outputs.size() == 1;) {
+      chain.insert(chain.begin(), op);
+      base = through_casts(tg_, op->inputs[0]);
+      const DataflowOp& below = tg_.producer_of(base);
+      if (below.name != "unsqueeze") break;
+      op = &below;
+    }
+    std::vector<int> model_units;
+    for (const DataflowOp* op : chain) {
+      if (op->attrs.size() > 2 && op->attrs[2] == model::kAfterEllipsis) return false;
+      const std::optional<ConstantValue>& c = t_.constant(op->inputs[1]);
+      if (!c || !c->numeric || c->number < 0) return false;
+      int d = static_cast<int>(c->number);
+      for (int& u : model_units)
+        if (u >= d) ++u;
+      model_units.push_back(d);
+    }
+    std::sort(model_units.begin(), model_units.end());
+    if (model_units != pattern_units) return false;
+    map_op(P.id, T.id);
+    s_.claimed.push_back(T.id);
+    for (const DataflowOp* op : chain)
+      if (op->id != T.id) s_.passed.push_back(op->id);
+    s_.passed.insert(s_.passed.end(), passed.begin(), passed.end());
+    ++s_.matched;
+    trace_.push_back({T.id, " (new unit axes)"});
+    bool ok = value(P.inputs[0], base);
+    trace_.pop_back();
+    return ok;
   }
 
   // The value of pattern argument `key` of `P` (-1 when absent).
@@ -823,6 +874,24 @@ class Walk {
     return pattern_fallback_.of(P);
   }
 
+  // A view's size list with -1 where the other side names the size
+  // (`q.view(b, s, h, -1)` and `q.view(b, s, h, d)`): with every other size
+  // equal, the inferred one can only be that size, so the pair is not
+  // compared. Two or more such places could split the rest another way.
+  void drop_inferred_size(std::vector<std::pair<int, int>>& pairs) {
+    auto inferred = [this](const FunctionDataflow& g, int v) {
+      const std::optional<ConstantValue>& c = constant_in(g, through_casts(g, v));
+      return c && c->numeric && c->number == -1;
+    };
+    size_t at = pairs.size();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (inferred(pg_, pairs[i].first) == inferred(tg_, pairs[i].second)) continue;
+      if (at != pairs.size()) return;
+      at = i;
+    }
+    if (at != pairs.size()) pairs.erase(pairs.begin() + static_cast<long>(at));
+  }
+
   bool arguments_match(const DataflowOp& P, const DataflowOp& T) {
     if (P.name == "tuple" && T.name == "tuple")
       if (std::optional<bool> same = ellipsis_index(P, T)) return *same;
@@ -862,6 +931,7 @@ class Walk {
       if (it == ta->end()) return fail_with([&] { return fmt::format("{} at {} lacks argument {}", describe_op(T), where(T), a.key); }, T.id);
       pairs.emplace_back(a.value, it->value);
     }
+    if (same_view_op(P.name, "view")) drop_inferred_size(pairs);
     if (is_commutative(P.name) && pairs.size() == 2) {
       Checkpoint saved = mark();
       if (value(pairs[0].first, pairs[0].second) && value(pairs[1].first, pairs[1].second)) return true;

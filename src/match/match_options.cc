@@ -136,9 +136,18 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       o.contains = string_set(rule, value, "\"contains\"");
     } else if (key == "lookalikes") {
       o.lookalikes = read_lookalikes(rule, value);
+    } else if (key == "also_outputs") {
+      const char* shape = "\"also_outputs\" must be a dict {value name: {\"en\": text, \"zh\": text}}";
+      if (!value.is_object()) fail(rule, shape);
+      for (const auto& [name, how] : value.items()) {
+        if (!how.is_object() || how.size() != 2 || !how.contains("en") || !how.contains("zh") || !how["en"].is_string() ||
+            !how["zh"].is_string())
+          fail(rule, shape);
+        o.also_outputs[name] = AlsoOutput{how["en"].get<std::string>(), how["zh"].get<std::string>()};
+      }
     } else {
       fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
-                             "partial_returns, independent_returns, contains, opaque_calls, near_miss_share, lookalikes)",
+                             "partial_returns, independent_returns, contains, opaque_calls, near_miss_share, lookalikes, also_outputs)",
                              key));
     }
   }

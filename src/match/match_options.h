@@ -25,6 +25,12 @@ struct NearMissExplanation {
   std::string reason;
 };
 
+// How a fused operator returns a value its chain computes on the way.
+struct AlsoOutput {
+  std::string en;
+  std::string zh;
+};
+
 struct RuleMatchOptions {
   // Pattern steps with these op names may be absent in the model: the
   // matcher then continues with the step's first input.
@@ -67,6 +73,11 @@ struct RuleMatchOptions {
   // function; where it matches and the rule does not, the rule's near-miss
   // is told with this reason.
   std::map<std::string, std::string> lookalikes;
+  // A value the search computes on the way (by its name there) -> how the
+  // fused operator also returns it (`c_q`: npu_mla_prolog_v3's query_norm
+  // with query_norm_flag=True). A model that reads that value elsewhere
+  // takes it from the operator, so the read is no intermediate to keep.
+  std::map<std::string, AlsoOutput> also_outputs;
 };
 
 // Reads rule.match; throws rules::RuleError ("<rule path>: RULE["match"]: ...")

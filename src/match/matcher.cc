@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "match/graph_matcher.h"
@@ -177,6 +179,14 @@ bool cast_for_the_match(const TargetIndex& t, int reader, const std::set<int>& i
   return true;
 }
 
+// Whether `reader` reads `v` only for its dtype (`out.type_as(v)`,
+// `out.to(v)`): a cast whose data input is another value.
+bool reads_only_its_dtype(const TargetIndex& t, int reader, int v) {
+  const DataflowOp& op = t.g.ops[static_cast<size_t>(reader)];
+  if (op.cls != model::OpClass::Cast || op.inputs.size() < 2 || op.inputs[0] == v) return false;
+  return std::find(op.inputs.begin() + 1, op.inputs.end(), v) != op.inputs.end();
+}
+
 // Whether code under `condition` never runs together with a match that
 // needs `branches` (the other arm of one of its `if`s).
 bool on_another_arm(const std::string& condition, const std::vector<std::string>& branches) {
@@ -219,7 +229,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
           // A read on the other arm of an `if` the match goes through
           // happens only when the match's chain does not run.
           if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside) ||
-              sizes_only_the_match(t, r, inside) || cast_for_the_match(t, r, inside))
+              sizes_only_the_match(t, r, inside) || cast_for_the_match(t, r, inside) || reads_only_its_dtype(t, r, cur))
             continue;
           out.push_back({v, r, use_text(t.g, reader, v), reader.line});
         }
@@ -227,6 +237,38 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
     }
   }
   return out;
+}
+
+// Marks the escapes the fused operator returns as well: the model value
+// the walk paired with a search value named in also_outputs (through casts
+// on both sides).
+void name_also_outputs(const Pattern& p, const FunctionDataflow& target, const std::vector<int>& op_map,
+                       std::vector<Escape>& escapes) {
+  const FunctionDataflow& pg = p.graph;
+  std::map<int, std::string> provided;  // model value -> search name
+  for (const model::DataflowValue& pv : pg.values) {
+    if (!p.options.also_outputs.count(pv.name)) continue;
+    int inner = through_casts(pg, pv.id);
+    const DataflowOp& P = pg.producer_of(inner);
+    if (P.cls == model::OpClass::Input || op_map[static_cast<size_t>(P.id)] < 0) continue;
+    const DataflowOp& M = target.ops[static_cast<size_t>(op_map[static_cast<size_t>(P.id)])];
+    size_t at = static_cast<size_t>(std::find(P.outputs.begin(), P.outputs.end(), inner) - P.outputs.begin());
+    if (at < M.outputs.size()) provided[M.outputs[at]] = pv.name;
+  }
+  // The escaping value may be a branch merge the walk went through (a norm
+  // helper's `if residual is None: return ...; else: return ..., residual`).
+  std::function<const std::string*(int, int)> find = [&](int v, int depth) -> const std::string* {
+    for (int u : {v, through_casts(target, v)}) {
+      if (auto it = provided.find(u); it != provided.end()) return &it->second;
+      const DataflowOp& op = target.producer_of(u);
+      if (op.name == "phi" && depth < 4)
+        for (int in : op.inputs)
+          if (const std::string* name = find(in, depth + 1)) return name;
+    }
+    return nullptr;
+  };
+  for (Escape& e : escapes)
+    if (const std::string* name = find(e.value, 0)) e.also_output = *name;
 }
 
 // RULE["match"] anchor_uses: who else may read a returned value. Reads
@@ -514,6 +556,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       if (!c.empty() && std::find(arms.begin(), arms.end(), c) == arms.end()) arms.push_back(c);
     }
     m.escapes = escapes_of(index, ops, a.anchors, arms);
+    if (!p.options.also_outputs.empty()) name_also_outputs(p, target, a.op_map, m.escapes);
     // Index bookkeeping (`end_pos = start_pos + s`) stays where it is: it
     // does not place the chain.
     std::vector<int> placed;

@@ -42,6 +42,9 @@ struct Escape {
   int consumer_op = -1;   // -1 when it escapes by `return`
   std::string how;        // "returned", "stored on self", "read by <op> @line", ...
   int line = 0;
+  // The search's name of the value when the fused operator also returns it
+  // (RULE["match"]["also_outputs"]); empty otherwise.
+  std::string also_output;
 };
 
 struct Match {

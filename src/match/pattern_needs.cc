@@ -16,13 +16,14 @@ using model::OpClass;
 
 // The model op names a pattern op may pair with: its own, and the other
 // spellings graph_matcher.cc accepts for it (equivalent_spelling,
-// divides_by_sqrt, repeat_kv_spelling, same_view_op, same_tensor_sequence).
+// divides_by_sqrt, repeat_kv_spelling, unit_axes_spelling, same_view_op,
+// same_tensor_sequence).
 // Listing a name too many only makes the check weaker, never wrong.
 std::vector<std::string> pairing_names_of(const std::string& name) {
   std::vector<std::string> out = {name};
   auto add = [&](std::initializer_list<const char*> more) { out.insert(out.end(), more.begin(), more.end()); };
-  if (name == "view") add({"reshape"});
-  else if (name == "reshape") add({"view"});
+  if (name == "view") add({"reshape", "unsqueeze"});
+  else if (name == "reshape") add({"view", "unsqueeze"});
   else if (name == "list") add({"tuple"});
   else if (name == "tuple") add({"list"});
   else if (name == "pow") add({"mul"});

@@ -278,6 +278,17 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
     std::string value = value_text(*site.match.target, e.value);
     Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
     c.escapes.push_back(fmt::format("{} is {} (line {})", value, e.how, e.line));
+    if (!e.also_output.empty() && site.match.pattern) {
+      // The operator returns it too: that use reads the operator's output.
+      const match::AlsoOutput& how = site.match.pattern->options.also_outputs.at(e.also_output);
+      c.prerequisites.push_back(PrerequisiteItem{
+          fmt::format("take_output_{}", e.also_output),
+          fmt::format("{} is computed inside the chain and also {}; the fused operator returns it too: {}", value, e.how,
+                      how.en),
+          fmt::format("{}在链路内部计算，且另有用途（{}）；融合算子也会输出该值：{}", value, e.how, how.zh),
+          false, where});
+      continue;
+    }
     c.prerequisites.push_back(PrerequisiteItem{
         fmt::format("keep_intermediate_v{}", e.value),
         fmt::format("{} is computed inside the chain and also {} at line {}; the fused operator does not produce it: "

@@ -1,5 +1,6 @@
 // Matcher behaviours that let one search spelling meet several model
-// spellings (view/reshape, list/tuple, training-only dropout), keep
+// spellings (view/reshape, a unit-axes view and unsqueezes, list/tuple,
+// training-only dropout), keep
 // independent returned values apart, and let a whole chain contain another
 // rule's chain.
 #include <gtest/gtest.h>
@@ -56,6 +57,25 @@ TEST(MatcherSpellings, ViewAndReshapeAreOneStep) {
   EXPECT_EQ(matches(*rule, "def f(a):\n    return torch.view_as_complex(a.float().view(*a.shape[:-1], -1, 2))\n"), 1u);
   // A transpose is not a reshape.
   EXPECT_EQ(matches(*rule, "def f(a):\n    return torch.view_as_complex(a.float().transpose(1, 2))\n"), 0u);
+}
+
+TEST(MatcherSpellings, AnInferredSizeMeetsTheSizeItInfers) {
+  auto rule = text_rule("t.heads", "def search(x, n):\n    return torch.exp(x.view(x.shape[0], x.shape[1], n, -1))\n");
+  EXPECT_EQ(matches(*rule, "def f(a, n, d):\n    return torch.exp(a.view(a.shape[0], a.shape[1], n, d))\n"), 1u);
+  EXPECT_EQ(matches(*rule, "def f(a, n):\n    return torch.exp(a.reshape(a.shape[0], a.shape[1], n, -1))\n"), 1u);
+  // -1 in two places where the pattern names sizes: the rest could be split another way
+  EXPECT_EQ(matches(*rule, "def f(a, d):\n    return torch.exp(a.view(a.shape[0], a.shape[1], -1, d))\n"), 0u);
+}
+
+TEST(MatcherSpellings, AViewThatAddsUnitAxesIsTheUnsqueezesThatAddThem) {
+  auto rule = text_rule("t.table", "def search(z, t):\n    return z * t.view(1, z.shape[1], 1, z.shape[-1])\n");
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc[None, :, None, :]\n"), 1u);
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc.unsqueeze(0).unsqueeze(2)\n"), 1u);
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc.unsqueeze(1).unsqueeze(0)\n"), 1u);  // axes 1 then 0 end at 0 and 2
+  // The new axes elsewhere broadcast the table along other axes.
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc[:, None, None, :]\n"), 0u);
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc.unsqueeze(0)\n"), 0u);
+  EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc[..., None, :]\n"), 0u);
 }
 
 TEST(MatcherSpellings, ConcatenatedTensorsInAListOrATuple) {

@@ -95,6 +95,44 @@ TEST(Matcher, IntermediateReadOutsideTheMatchEscapes) {
   EXPECT_EQ(r.matches[0].escapes[0].how, "returned");
 }
 
+// A value the fused operator also returns (RULE["match"]["also_outputs"])
+// still escapes, named by the search's name for it; others stay unnamed.
+// A cast that reads a value only for its dtype (`type_as(x)`) is no read.
+TEST(Matcher, AnEscapeTheOperatorAlsoReturnsIsNamed) {
+  const char* search =
+      "def search(x, w, eps):\n"
+      "    h = x.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    n = w * (h * r).to(x.dtype)\n"
+      "    return torch.exp(n)\n";
+  auto rule = text_rule("t.norm_exp", search, {{"also_outputs", {{"n", {{"en", "its second output"}, {"zh", "第二个输出"}}}}}});
+  std::vector<Pattern> ps = compile_rule(rule->rule);
+  auto t = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    normed = g * (h * r).type_as(a)\n"
+      "    return torch.exp(normed), normed.sum(), r\n");
+  MatchResult m = match_patterns(ps, t->graph);
+  ASSERT_EQ(m.matches.size(), 1u) << t->graph.dump();
+  ASSERT_EQ(m.matches[0].escapes.size(), 2u);
+  std::map<std::string, std::string> named;
+  for (const Escape& e : m.matches[0].escapes) named[t->graph.values[static_cast<size_t>(e.value)].name] = e.also_output;
+  EXPECT_EQ(named.at("normed"), "n");
+  EXPECT_EQ(named.at("r"), "");
+  auto dtype_only = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    r = torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)\n"
+      "    return torch.exp(g * (h * r).type_as(a)), torch.zeros(2).type_as(r)\n");
+  MatchResult d = match_patterns(ps, dtype_only->graph);
+  ASSERT_EQ(d.matches.size(), 1u) << dtype_only->graph.dump();
+  EXPECT_TRUE(d.matches[0].escapes.empty()) << d.matches[0].escapes[0].how;
+  // a malformed entry is the rule file's error
+  auto bad = text_rule("t.norm_exp", search, {{"also_outputs", {{"n", "its second output"}}}});
+  EXPECT_THROW(compile_rule(bad->rule), rules::RuleError);
+}
+
 // A read that only steers control flow (`if r.numel() == 0`) goes with the
 // chain; a value computed from the chain and fed back into it on one branch
 // (a mask) is a real use the fused call would lose.
