@@ -1,8 +1,8 @@
 """Residual add followed by RMSNorm becomes one `npu_add_rms_norm` call.
 
 What it does
-    Finds `h = residual + x` whose sum is normalised by an RMSNorm and also carried on as
-    the next residual. It proposes
+    Finds `h = residual + x` whose sum is normalised by an RMSNorm (written out, or
+    `F.rms_norm` as in DeepSeek's `Block`) and also carried on as the next residual. It proposes
     `y, _, residual = torch_npu.npu_add_rms_norm(residual, x, w, eps)`: the third output
     is the sum and replaces the residual for the rest of the layer.
 Why
@@ -29,6 +29,7 @@ References
     residual); reference_chains.md module-attention-gqa.
 """
 import torch
+import torch.nn.functional as F
 
 try:
     import torch_npu
@@ -63,6 +64,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
+    "min_torch": {"search_f_rms_norm": "2.4"},
     "match": {"anchor_uses": [{"anchor": 1, "allow": ["add", "return"]}],
               "not_from": {"residual": ["mul", "div"], "hidden_states": ["mul", "div"], "weight": ["add", "sub"]},
               "explain": [{"when": "residual is computed by mul(", "near_miss": "fixtures/add_rms_norm_nomatch_scaled_residual.py"},
@@ -76,7 +78,8 @@ RULE = {
     "doc_zh": """残差相加后接RMSNorm，替换为一次npu_add_rms_norm调用。
 
 功能
-    识别h = residual + x，且其和既被RMSNorm归一化、又作为下一个残差继续使用的写法。
+    识别h = residual + x，且其和既被RMSNorm（展开写法，或DeepSeek的Block中的F.rms_norm）
+    归一化、又作为下一个残差继续使用的写法。
     建议改为y, _, residual = torch_npu.npu_add_rms_norm(residual, x, w, eps)：第三个输出
     就是该和，在本层后续部分替代残差。
 原因
@@ -114,6 +117,11 @@ def search_add_in_call(residual, hidden_states, weight, eps):
     x = h.float()
     x = x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps)
     return x.type_as(h) * weight, h
+
+
+def search_f_rms_norm(residual, hidden_states, weight, eps):
+    summed = residual + hidden_states
+    return F.rms_norm(summed, (summed.shape[-1],), weight, eps), summed
 
 
 def replace(residual, hidden_states, weight, eps):
