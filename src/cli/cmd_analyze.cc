@@ -66,7 +66,9 @@ void print_timings(const plan::StageTimes& times) {
 int run_analyze(const AnalyzeCliOptions& o) {
   try {
     plan::StageTimes times;
-    plan::Plan plan = plan::analyze(o.analysis, o.timings ? &times : nullptr);
+    plan::AnalyzeOptions analysis = o.analysis;
+    if (analysis.config.empty()) analysis.config = scan::folder_config(analysis.paths);
+    plan::Plan plan = plan::analyze(analysis, o.timings ? &times : nullptr);
     if (plan.tool_version.empty()) plan.tool_version = NPUFUSE_VERSION;
     std::string text = render(plan, o);
     if (o.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);

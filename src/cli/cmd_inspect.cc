@@ -14,6 +14,7 @@
 #include "model/module_roles.h"
 #include "model/inventory_json.h"
 #include "model/inventory_markdown.h"
+#include "scan/model_folders.h"
 #include "util/file_io.h"
 
 namespace npufuse::cli {
@@ -43,7 +44,8 @@ std::string dataflow_text(const model::SourceSet& sources, const model::ModelCon
 int run_inspect(const InspectOptions& o) {
   try {
     model::ModelConfig config;
-    if (!o.config.empty()) config = model::ModelConfig::load(o.config);
+    std::string config_path = o.config.empty() ? scan::folder_config(o.paths) : o.config;
+    if (!config_path.empty()) config = model::ModelConfig::load(config_path);
     model::SourceSet sources = model::SourceSet::load(o.paths);
     if (!o.dataflow_class.empty()) {
       std::string text = dataflow_text(sources, config, o.dataflow_class);

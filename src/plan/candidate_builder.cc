@@ -277,8 +277,9 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
   for (const match::Escape& e : site.match.escapes) {
     std::string value = value_text(*site.match.target, e.value);
     Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
-    c.escapes.push_back(fmt::format("{} is {} (line {})", value, e.how, e.line));
     if (!e.also_output.empty() && site.match.pattern) {
+      c.escapes.push_back(fmt::format("{} is {} (line {}); the fused operator returns it too (take_output_{})", value, e.how,
+                                      e.line, e.also_output));
       // The operator returns it too: that use reads the operator's output.
       const match::AlsoOutput& how = site.match.pattern->options.also_outputs.at(e.also_output);
       c.prerequisites.push_back(PrerequisiteItem{
@@ -289,6 +290,7 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
           false, where});
       continue;
     }
+    c.escapes.push_back(fmt::format("{} is {} (line {})", value, e.how, e.line));
     c.prerequisites.push_back(PrerequisiteItem{
         fmt::format("keep_intermediate_v{}", e.value),
         fmt::format("{} is computed inside the chain and also {} at line {}; the fused operator does not produce it: "

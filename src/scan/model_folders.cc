@@ -62,6 +62,14 @@ std::vector<std::string> model_files_in(const std::string& dir) {
   return f.model_files;
 }
 
+std::string folder_config(const std::vector<std::string>& paths) {
+  std::error_code ec;
+  if (paths.size() != 1 || !fs::is_directory(paths[0], ec)) return "";
+  ModelFolder f;
+  read_folder(paths[0], f);
+  return f.model_files.empty() ? "" : f.config;
+}
+
 std::vector<ModelFolder> find_model_folders(const std::string& root, const std::vector<std::string>& skip) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw FileError(root + ": not a directory");

@@ -36,6 +36,12 @@ std::vector<std::string> model_files_in(const std::string& dir);
 // model folders below it. Throws FileError when `root` is not a directory.
 std::vector<ModelFolder> find_model_folders(const std::string& root, const std::vector<std::string>& skip = {});
 
+// The config.json of the one model folder `paths` names: `analyze DIR` and
+// `inspect DIR` on a model folder read it, as a tree scan does for each
+// folder, when no --config is given. Empty when `paths` is not exactly one
+// model folder or the folder has no config.json.
+std::string folder_config(const std::vector<std::string>& paths);
+
 // Whether `analyze PATHS` means a tree scan: exactly one path, a directory
 // that is not itself a model folder, with a model folder somewhere below.
 bool is_tree(const std::vector<std::string>& paths);

@@ -58,6 +58,22 @@ TEST(ScanCli, AModelFolderOrFileIsStillOneModel) {
   EXPECT_TRUE(nlohmann::json::parse(read_file(out.file("b.json"))).contains("candidates"));
 }
 
+// A model folder given alone binds its own config.json, as in a tree scan;
+// --config still wins, and a file path guesses nothing.
+TEST(ScanCli, AModelFolderReadsItsOwnConfig) {
+  ScratchDir out("cli_folder_config");
+  copy_test_model("llama_like", out.str(), "m");
+  auto config_of = [&](const std::string& args, const std::string& name) {
+    EXPECT_EQ(shell(analyze(args + " --format json -o " + out.file(name))), 0) << args;
+    nlohmann::json plan = nlohmann::json::parse(read_file(out.file(name)));
+    return plan["options"].value("config", std::string());
+  };
+  EXPECT_EQ(config_of(out.file("m"), "folder.json"), out.file("m") + "/config.json");
+  EXPECT_EQ(config_of(out.file("m/model.py"), "file.json"), "");
+  write_text(out.file("other.json"), "{\"hidden_size\": 64}\n");
+  EXPECT_EQ(config_of(out.file("m") + " --config " + out.file("other.json"), "flag.json"), out.file("other.json"));
+}
+
 TEST(ScanCli, SarifIsForOneModel) {
   ScratchDir tree("cli_sarif"), out("cli_sarif_out");
   copy_test_model("llama_like", tree.str(), "a");
