@@ -292,6 +292,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 
   ReplacementRequest request;
   request.replace = rule.replace;
+  request.kept_returns = c.apply_output_anchors;
   request.rule_source = &rule.file->parsed->source;
   request.taken_names = names_in(fn->fn, ast::expr_context::Load);
   for (const std::string& s : names_in(fn->fn, ast::expr_context::Store)) request.taken_names.insert(s);

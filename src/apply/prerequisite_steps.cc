@@ -12,6 +12,15 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
   if (p.id == "thread_residual" || p.id == "first_layer_plain_norm")
     return {PrerequisiteWay::ByTheRewrite, "the residual sum is assigned the operator's third output"};
   if (p.id == "causal_mask_2048") return {PrerequisiteWay::ModuleBuffer, ""};
+  // rope_interleave_complex's replacement turns freqs_cis into the real
+  // tables itself, on every call: the numbers are the operator's either way,
+  // and building the tables once with the rotary cache only saves that work.
+  if (p.id == "real_cos_sin_tables")
+    return {PrerequisiteWay::ByTheRewrite,
+            "the replacement builds the real cos/sin tables from freqs_cis on each call; building them once with the rotary "
+            "cache is a further speed-up, by hand"};
+  if (p.id.rfind("take_output_", 0) == 0)
+    return {PrerequisiteWay::Manual, "the model reads a value the operator returns only when asked for it"};
   if (p.id.rfind("keep_intermediate", 0) == 0)
     return {PrerequisiteWay::Manual, "the model reads an intermediate the fused operator does not produce"};
   if (p.mechanical) return {PrerequisiteWay::Manual, "mechanical, but apply does not perform it yet"};

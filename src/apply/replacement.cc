@@ -115,6 +115,23 @@ std::string replacement_text(const ReplacementRequest& r) {
     return it->second;
   };
 
+  // The returned tuple's elements that stay (all unless kept_returns says).
+  std::vector<const ast::expr*> returned;
+  auto* returned_tuple = ast::as<ast::Tuple>(ret->value);
+  bool all_kept = r.kept_returns.empty() || !returned_tuple || r.kept_returns.size() == returned_tuple->elts.size;
+  for (size_t i = 0; all_kept && i < r.kept_returns.size(); ++i) all_kept = r.kept_returns[i] == i;
+  if (!all_kept) {
+    const ast::Tuple* t = returned_tuple;
+    for (size_t i : r.kept_returns) {
+      if (i >= t->elts.size)
+        throw ApplyError(fmt::format("{}: replace returns {} values, the chain has a result {}", r.rule_source->path(),
+                                     t->elts.size, i + 1));
+      returned.push_back(t->elts[i]);
+    }
+  } else {
+    returned.push_back(ret->value);
+  }
+
   std::vector<TextEdit> edits;
   for (const ast::stmt* s : body) {
     std::vector<std::string> stored_here;
@@ -122,7 +139,7 @@ std::string replacement_text(const ReplacementRequest& r) {
       if (auto* t = ast::as<ast::Name>(aug->target); t && params.count(std::string(t->id)) && !stored.count(std::string(t->id)))
         throw ApplyError(fmt::format("{}: replace updates its parameter '{}' in place; assign it to a local first",
                                      r.rule_source->path(), std::string(t->id)));
-    model::walk(s, [&](const ast::Node* n) {
+    auto substitute = [&](const ast::Node* n) {
       auto* name = ast::as<ast::Name>(n);
       if (!name) return true;
       std::string id(name->id);
@@ -140,7 +157,11 @@ std::string replacement_text(const ReplacementRequest& r) {
         edits.push_back(TextEdit{name->begin, name->end, it->second});
       }
       return true;
-    });
+    };
+    if (s == ret)
+      for (const ast::expr* value : returned) model::walk(value, substitute);
+    else
+      model::walk(s, substitute);
     stored.insert(stored_here.begin(), stored_here.end());
   }
   std::sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) { return a.begin < b.begin; });
@@ -153,13 +174,17 @@ std::string replacement_text(const ReplacementRequest& r) {
       if (auto* target = ast::as<ast::Name>(a->targets[0]); target && r.module_reads.count(std::string(target->id))) continue;
     statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
   }
-  std::string value = reindented(substituted(source, ret->value, edits), rule_indent, r.indent);
+  std::vector<std::string> values;
+  for (const ast::expr* v : returned) values.push_back(reindented(substituted(source, v, edits), rule_indent, r.indent));
+  std::string value = values.size() == 1 && returned.front() == ret->value ? values.front() : fmt::format("{}", fmt::join(values, ", "));
   if (r.discard_result) {
     // Nothing reads the results: returning the written tensors by name says
     // nothing; a returned call still has to run.
-    bool names_only = ast::as<ast::Name>(ret->value) != nullptr;
-    if (auto* t = ast::as<ast::Tuple>(ret->value))
-      names_only = std::all_of(t->elts.begin(), t->elts.end(), [](const ast::expr* e) { return ast::as<ast::Name>(e) != nullptr; });
+    bool names_only = std::all_of(returned.begin(), returned.end(), [](const ast::expr* e) {
+      if (auto* t = ast::as<ast::Tuple>(e))
+        return std::all_of(t->elts.begin(), t->elts.end(), [](const ast::expr* x) { return ast::as<ast::Name>(x) != nullptr; });
+      return ast::as<ast::Name>(e) != nullptr;
+    });
     if (!names_only || statements.empty()) statements.push_back(value);
   } else if (r.targets.empty()) statements.push_back("return " + value);
   else statements.push_back(fmt::format("{} = {}", fmt::join(r.targets, ", "), value));

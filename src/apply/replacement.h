@@ -24,6 +24,10 @@ struct ReplacementRequest {
   std::vector<std::string> targets;              // names to assign the result to; empty: `return` it
   bool discard_result = false;                   // the chain's results were in-place writes nothing reads:
                                                  // the final `return X` is left out
+  // The returned values to keep, by index into the final `return a, b, ...`
+  // (a per-tensor rule matched on one tensor: the other's call and the
+  // parameters only it reads are left out). Empty: all of them.
+  std::vector<size_t> kept_returns;
   std::map<std::string, std::string> module_reads;  // replace local -> what to read instead ("self.causal_mask_2048");
                                                     // the statement assigning the local is left out
 };

@@ -38,8 +38,10 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     if (computes(op) && op.file) c.apply_ops.push_back(range_of(op));
   }
-  for (int anchor : m.anchors) {
+  for (size_t i = 0; i < m.anchors.size(); ++i) {
+    const int anchor = m.anchors[i];
     if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
+    c.apply_output_anchors.push_back(i);
     const model::DataflowValue& v = g.values[static_cast<size_t>(anchor)];
     c.apply_outputs.push_back(v.producer >= 0 ? range_of(g.ops[static_cast<size_t>(v.producer)]) : Candidate::SourceRange{});
     c.apply_output_names.push_back(v.name);

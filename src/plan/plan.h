@@ -106,6 +106,8 @@ struct Candidate {
   std::vector<SourceRange> apply_ops;            // the matched computing ops
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
+  std::vector<size_t> apply_output_anchors;      // which returned value of the search each result is (partial returns
+                                                 // leave some out)
   std::vector<std::pair<std::string, std::string>> apply_bindings;  // replace parameter -> model expression text
   // What produced each bound value (parallel to apply_bindings), so apply can
   // tell whether the binding's text still names that value where the

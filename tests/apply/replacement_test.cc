@@ -47,6 +47,27 @@ TEST(Replacement, ResultAssignedToTargetsAndCompoundArgumentsParenthesised) {
 // A parameter the replacement assigns is its own local from then on: the
 // model expression it was bound to is read before the store and never
 // written to (npu_add_rms_norm's third output reuses the name `residual`).
+// A per-tensor rule matched on one tensor: only that result's call is
+// written, and the parameter only the other call reads needs no binding.
+TEST(Replacement, OnlyTheKeptReturnsAreWritten) {
+  RuleFile r = rule_with("def replace(xq, xk, table):\n"
+                         "    t = table.real.to(xq.dtype)\n"
+                         "    return (torch_npu.rot(xq, t), torch_npu.rot(xk, t))\n");
+  auto q = request_for(r, {{"xq", "x"}, {"table", "freqs"}});
+  q.kept_returns = {0};
+  q.targets = {"out"};
+  EXPECT_EQ(replacement_text(q), "t = freqs.real.to(x.dtype)\n        out = torch_npu.rot(x, t)");
+  auto k = request_for(r, {{"xq", "q"}, {"xk", "k"}, {"table", "freqs"}});
+  k.kept_returns = {0, 1};  // all of them: the return as written
+  EXPECT_EQ(replacement_text(k), "t = freqs.real.to(q.dtype)\n        return (torch_npu.rot(q, t), torch_npu.rot(k, t))");
+  auto only_k = request_for(r, {{"xk", "k"}, {"table", "freqs"}});
+  only_k.kept_returns = {1};
+  EXPECT_THROW(replacement_text(only_k), ApplyError);  // the table's dtype is read from xq, bound to nothing
+  auto beyond = request_for(r, {{"xq", "x"}, {"table", "freqs"}});
+  beyond.kept_returns = {0, 2};
+  EXPECT_THROW(replacement_text(beyond), ApplyError);
+}
+
 TEST(Replacement, AssignedParameterBecomesALocalNotAWriteToTheModelsName) {
   RuleFile r = rule_with("def replace(residual, hidden_states, weight, eps):\n"
                          "    normed, _, residual = torch_npu.npu_add_rms_norm(residual, hidden_states, weight, eps)\n"
