@@ -84,17 +84,24 @@ std::string instance_of(const MatchSite& site) {
   return out;
 }
 
+// A value as users find it in their file: its name where the model gives it
+// one (the op may sit in an inlined helper, far from where the name is
+// bound), else the op computing it, with its place.
 std::string value_text(const model::FunctionDataflow& g, int v) {
   if (v < 0 || static_cast<size_t>(v) >= g.values.size()) return fmt::format("v{}", v);
-  const std::string& name = g.values[static_cast<size_t>(v)].name;
-  return name.empty() ? fmt::format("v{}", v) : fmt::format("{} (v{})", name, v);
+  const model::DataflowValue& value = g.values[static_cast<size_t>(v)];
+  if (!value.name.empty()) return value.name;
+  if (value.producer < 0) return fmt::format("v{}", v);
+  const model::DataflowOp& op = g.ops[static_cast<size_t>(value.producer)];
+  return fmt::format("{} at {}", match::describe_op(op), match::where(op));
 }
 
 std::string verification_cut(const MatchSite& site, const Location& where) {
   const match::Match& m = site.match;
   std::string inputs, outputs;
   for (const match::Binding& b : m.bindings)
-    inputs += (inputs.empty() ? "" : ", ") + b.parameter + " = " + (b.text.empty() ? fmt::format("v{}", b.value) : b.text);
+    inputs += (inputs.empty() ? "" : ", ") + b.parameter + " = " +
+              (!b.text.empty() ? b.text : b.value < 0 ? std::string("not bound") : value_text(*m.target, b.value));
   for (int a : m.anchors) outputs += (outputs.empty() ? "" : ", ") + value_text(*m.target, a);
   return fmt::format("{} lines {}-{} of {}; inputs: {}; outputs: {}", site.function, where.start_line, where.end_line,
                      where.file, inputs.empty() ? "none" : inputs, outputs.empty() ? "none" : outputs);
@@ -277,27 +284,27 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
   for (const match::Escape& e : site.match.escapes) {
     std::string value = value_text(*site.match.target, e.value);
     Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
+    // "read by add(...) at model.py:130" names its place; a return does not.
+    const std::string use = e.consumer_op < 0 && e.line > 0 ? fmt::format("{} at line {}", e.how, e.line) : e.how;
     if (!e.also_output.empty() && site.match.pattern) {
-      c.escapes.push_back(fmt::format("{} is {} (line {}); the fused operator returns it too (take_output_{})", value, e.how,
-                                      e.line, e.also_output));
+      c.escapes.push_back(fmt::format("{} is {}; the fused operator returns it too (take_output_{})", value, use, e.also_output));
       // The operator returns it too: that use reads the operator's output.
       const match::AlsoOutput& how = site.match.pattern->options.also_outputs.at(e.also_output);
       c.prerequisites.push_back(PrerequisiteItem{
           fmt::format("take_output_{}", e.also_output),
-          fmt::format("{} is computed inside the chain and also {}; the fused operator returns it too: {}", value, e.how,
+          fmt::format("{} is computed inside the chain and also {}; the fused operator returns it too: {}", value, use,
                       how.en),
-          fmt::format("{}在链路内部计算，且另有用途（{}）；融合算子也会输出该值：{}", value, e.how, how.zh),
+          fmt::format("{}在链路内部计算，且另有用途（{}）；融合算子也会输出该值：{}", value, use, how.zh),
           false, where});
       continue;
     }
-    c.escapes.push_back(fmt::format("{} is {} (line {})", value, e.how, e.line));
+    c.escapes.push_back(fmt::format("{} is {}", value, use));
     c.prerequisites.push_back(PrerequisiteItem{
         fmt::format("keep_intermediate_v{}", e.value),
-        fmt::format("{} is computed inside the chain and also {} at line {}; the fused operator does not produce it: "
+        fmt::format("{} is computed inside the chain and also {}; the fused operator does not produce it: "
                     "recompute it outside or remove that use first",
-                    value, e.how, e.line),
-        fmt::format("{}在链路内部计算，且在第{}行另有用途（{}）；融合算子不会输出该值：需先在链路外重新计算或去掉该用途", value,
-                    e.line, e.how),
+                    value, use),
+        fmt::format("{}在链路内部计算，且另有用途（{}）；融合算子不会输出该值：需先在链路外重新计算或去掉该用途", value, use),
         false, where});
   }
   if (!c.blocking.empty()) c.status = Status::NotApplicable;
