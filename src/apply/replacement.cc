@@ -176,7 +176,7 @@ std::string replacement_text(const ReplacementRequest& r) {
   }
   std::vector<std::string> values;
   for (const ast::expr* v : returned) values.push_back(reindented(substituted(source, v, edits), rule_indent, r.indent));
-  std::string value = values.size() == 1 && returned.front() == ret->value ? values.front() : fmt::format("{}", fmt::join(values, ", "));
+  std::string value = fmt::format("{}", fmt::join(values, ", "));
   if (r.discard_result) {
     // Nothing reads the results: returning the written tensors by name says
     // nothing; a returned call still has to run.

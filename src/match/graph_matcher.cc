@@ -551,12 +551,10 @@ class Walk {
     // The model's unsqueezes, innermost first, and the tensor below them.
     std::vector<const DataflowOp*> chain;
     int base = -1;
-    for (const DataflowOp* op = &T; op->name == "unsqueeze" && op->inputs.size() == 2 && op->outputs.size() == 1;) {
+    for (const DataflowOp* op = &T; op->name == "unsqueeze" && op->inputs.size() == 2 && op->outputs.size() == 1;
+         op = &tg_.producer_of(base)) {
       chain.insert(chain.begin(), op);
       base = through_casts(tg_, op->inputs[0]);
-      const DataflowOp& below = tg_.producer_of(base);
-      if (below.name != "unsqueeze") break;
-      op = &below;
     }
     std::vector<int> model_units;
     for (const DataflowOp* op : chain) {
