@@ -66,6 +66,7 @@ RULE = {
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_f_rms_norm": "2.4"},
     "match": {"anchor_uses": [{"anchor": 1, "allow": ["add", "return"]}],
+              "across_layers": True,
               "not_from": {"residual": ["mul", "div"], "hidden_states": ["mul", "div"], "weight": ["add", "sub"]},
               "explain": [{"when": "residual is computed by mul(", "near_miss": "fixtures/add_rms_norm_nomatch_scaled_residual.py"},
                           {"when": "is also read by", "near_miss": "fixtures/add_rms_norm_nomatch_sum_reused.py"}]},

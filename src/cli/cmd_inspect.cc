@@ -38,7 +38,8 @@ std::string dataflow_text(const model::SourceSet& sources, const model::ModelCon
   model::Evaluator ev(sources, config, schema);
   model::RoleTable roles = model::RoleTable::infer(sources, ev);
   model::RoleTableSubmodules lookup(roles, &config);
-  return model::build_inlined_forward(sources, *cls, lookup).dump();
+  // As the matcher builds it: a loop over the decoder layers unrolled.
+  return model::build_inlined_forward(sources, *cls, lookup, 8, /*unroll_module_loops=*/true).dump();
 }
 
 int run_inspect(const InspectOptions& o) {

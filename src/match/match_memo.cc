@@ -56,6 +56,7 @@ std::string MatchMemo::key_of(const model::FunctionDataflow& g, const MatchOptio
     out.push_back('|');
     out.push_back(op.in_place ? 'i' : '-');
     out.push_back(op.unresolved ? 'u' : '-');
+    out.push_back(static_cast<char>('0' + op.unrolled));
     out.push_back('|');
     put(out, op.name);
     put(out, op.condition);

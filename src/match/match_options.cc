@@ -128,6 +128,9 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
     } else if (key == "opaque_calls") {
       if (!value.is_boolean()) fail(rule, "\"opaque_calls\" must be True or False");
       o.opaque_calls = value.get<bool>();
+    } else if (key == "across_layers") {
+      if (!value.is_boolean()) fail(rule, "\"across_layers\" must be True or False");
+      o.across_layers = value.get<bool>();
     } else if (key == "near_miss_share") {
       if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 1)
         fail(rule, "\"near_miss_share\" must be a number above 0 and at most 1");
@@ -147,7 +150,7 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       }
     } else {
       fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
-                             "partial_returns, independent_returns, contains, opaque_calls, near_miss_share, lookalikes, also_outputs)",
+                             "partial_returns, independent_returns, contains, opaque_calls, across_layers, near_miss_share, lookalikes, also_outputs)",
                              key));
     }
   }

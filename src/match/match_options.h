@@ -63,6 +63,11 @@ struct RuleMatchOptions {
   // Cache.update): a model whose own classes define that method is not this
   // case, its code is analysed instead.
   bool opaque_calls = false;
+  // The chain may run across two decoder layers (one layer's residual add
+  // into the next layer's input norm): in a forward whose layer loop is
+  // unrolled (model::build_inlined_forward), its walks start inside the
+  // copies of the loop body too; every other rule's start only around them.
+  bool across_layers = false;
   // The share of the pattern's steps a failed walk must pair to be told as a
   // near-miss, in place of the matcher's default (MatchOptions). A rule whose
   // near-misses differ near the returned value (a sign flip in `x*cos -

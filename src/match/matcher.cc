@@ -291,7 +291,12 @@ std::string anchor_use_violation(const TargetIndex& t, const Pattern& p, const s
         if (inside.count(r)) continue;
         const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
         if (use.allow.count(reader.name)) continue;
-        if (reader.cls == model::OpClass::Cast || is_layout_view(reader.name) || is_packing(reader)) {
+        if (is_packing(reader)) {  // a tuple unpacked again hands on only its element
+          std::vector<int> on = passed_on(t, reader, v);
+          todo.insert(todo.end(), on.begin(), on.end());
+          continue;
+        }
+        if (reader.cls == model::OpClass::Cast || is_layout_view(reader.name)) {
           todo.insert(todo.end(), reader.outputs.begin(), reader.outputs.end());
           continue;
         }
@@ -603,8 +608,12 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       continue;
     }
     const std::vector<int>& starts = replay ? replay->starts_of(pattern_index) : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name);
-    for (int cand : starts)
+    for (int cand : starts) {
+      // Inside a copy of an unrolled layer loop only a chain that may run
+      // across layers starts: every other one there is the layer's own.
+      if (target.ops[static_cast<size_t>(cand)].unrolled != 0 && !p.options.across_layers) continue;
       if (consider(p, cand, near_miss_at) && !replay) walked.add(pattern_index, cand);
+    }
   }
 
   if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(walked));

@@ -164,6 +164,7 @@ std::string FunctionDataflow::dump() const {
     std::string tags = op_class_name(op.cls);
     if (op.in_place) tags += ", in-place";
     if (op.unresolved) tags += ", unresolved: " + op.unresolved_reason;
+    if (op.unrolled) tags += fmt::format(", copy {}", op.unrolled);
     out += fmt::format("{} = {} [{}] @{}{}\n", outs.empty() ? "_" : outs, printer.expression(op), tags, op.line,
                        op.condition.empty() ? "" : " if " + op.condition);
   }

@@ -66,6 +66,9 @@ struct DataflowOp {
   // class's own code, "self.self_attn" inside an inlined submodule forward,
   // so an op can be told apart by the module whose code emitted it.
   std::string scope = "self";
+  // In a graph built with module-list loops unrolled: which copy of the loop
+  // body (1 or 2) emitted the op; 0 for every op outside such a body.
+  int unrolled = 0;
   // A call whose target is not known statically (a dispatch table that is
   // imported, or keyed by a value no config gives): kept opaque, and why.
   bool unresolved = false;
@@ -115,6 +118,9 @@ class SubmoduleLookup {
   // Whether `self.<attribute>` is an nn.Parameter (or buffer) of the class: inside a
   // module-list element such a read is one slice of the experts' stacked tensor.
   virtual bool is_parameter(const ClassDecl& owner, std::string_view attribute) const { return false; }
+  // Whether `ctor` builds a decoder layer (a block of the model), whose
+  // loop a builder asked to may unroll.
+  virtual bool builds_block(const ModuleCtor& ctor) const { return false; }
 };
 
 // A class's forward with own methods, module-level helpers and local
@@ -122,7 +128,14 @@ class SubmoduleLookup {
 // known layers (nn.Linear, nn.LayerNorm, activations) become their canonical
 // op reading `<path>.weight`. Attribute reads carry the submodule path
 // (`self.self_attn.q_norm.weight`). Recursion and unknown callees stay calls.
+//
+// With `unroll_module_loops`, a loop of the class's own forward over a
+// module list of decoder layers (`for layer in self.layers: h = layer(h)`;
+// SubmoduleLookup::builds_block) inlines the layer's forward, and its body is walked twice: the second copy reads
+// what the first wrote, so a chain across two elements (one decoder layer's
+// residual add into the next one's input norm) is one dataflow. Each op
+// records its copy in DataflowOp::unrolled.
 FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl& cls, const SubmoduleLookup& lookup,
-                                       int max_depth = 8);
+                                       int max_depth = 8, bool unroll_module_loops = false);
 
 }  // namespace npufuse::model

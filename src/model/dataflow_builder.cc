@@ -82,6 +82,8 @@ class Builder {
           const ClassDecl* cls, int max_depth)
       : sources_(sources), file_(&file), g_(g), lookup_(lookup), cls_(cls), max_depth_(max_depth) {}
 
+  void unroll_module_loops() { unroll_module_loops_ = true; }
+
   void function(const ast::FunctionDef& fn) {
     const ast::arguments* a = fn.args;
     auto param = [&](const ast::arg* p) {
@@ -131,6 +133,7 @@ class Builder {
     }
     op.condition = condition_text();
     op.scope = self_path_;
+    op.unrolled = unroll_copy_;
     const int id = op.id;
     g_.ops.push_back(std::move(op));
     for (int i = 0; i < n_out; ++i) {
@@ -251,12 +254,21 @@ class Builder {
       if_statement(i);
     } else if (auto* f = ast::as<ast::For>(s)) {
       int iter = expr(f->iter);
+      const ModuleLoop layers = module_loop(f);
       loop(std::string("for ") + std::string(file_->text_of(f->target)) + " in " + std::string(file_->text_of(f->iter)), s,
            [&] {
-             int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
-             if (rows_of_nonzero(iter)) one_element_ids_.insert(element);
-             store(f->target, element, f);
-             statements(f->body);
+             // A loop over the class's own module list runs the element's
+             // forward; unrolled, its body is walked twice, so the chain
+             // from one element's output into the next one's input is seen.
+             for (int copy = 1; copy <= (layers ? 2 : 1); ++copy) {
+               if (layers) unroll_copy_ = copy;
+               int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
+               if (rows_of_nonzero(iter)) one_element_ids_.insert(element);
+               store(f->target, element, f);
+               if (layers) callees_[layers.name] = {Callee{nullptr, layers.name, "", "", layers.attribute, "[]"}};
+               statements(f->body);
+             }
+             if (layers) unroll_copy_ = 0;
            });
     } else if (auto* w = ast::as<ast::While>(s)) {
       expr(w->test);
@@ -404,6 +416,36 @@ class Builder {
       return none_set_by_init(attr, *base, mapped, depth + 1);
     }
     return false;
+  }
+
+  // `for layer in self.layers[...]` (or `enumerate(self.layers)`) in the
+  // class's own forward, when unrolling is asked for and the list's element
+  // is a local decoder layer whose forward can be inlined: the element's name in
+  // the body and the list's attribute. Empty otherwise.
+  struct ModuleLoop {
+    std::string name, attribute;
+    explicit operator bool() const { return !name.empty(); }
+  };
+  ModuleLoop module_loop(const ast::For* f) const {
+    if (!unroll_module_loops_ || !lookup_ || !cls_ || stack_.size() != 1 || unroll_copy_ != 0) return {};
+    const ast::expr* iter = f->iter;
+    const ast::expr* target = f->target;
+    if (auto* c = ast::as<ast::Call>(iter); c && c->args.size == 1 && c->keywords.size == 0) {
+      auto* fn = ast::as<ast::Name>(c->func);
+      auto* t = ast::as<ast::Tuple>(target);
+      if (!fn || fn->id != "enumerate" || !t || t->elts.size != 2) return {};
+      iter = c->args[0];
+      target = t->elts[1];
+    }
+    if (auto* sub = ast::as<ast::Subscript>(iter); sub && ast::as<ast::Slice>(sub->slice)) iter = sub->value;
+    auto* a = ast::as<ast::Attribute>(iter);
+    auto* base = a ? ast::as<ast::Name>(a->value) : nullptr;
+    auto* name = ast::as<ast::Name>(target);
+    if (!base || base->id != "self" || !name) return {};
+    const ModuleCtor* ctor = lookup_->find(*cls_, a->attr);
+    if (!ctor || !ctor->local || !lookup_->builds_block(*ctor) || !find_method(sources_, *ctor->local, "forward", nullptr))
+      return {};
+    return {std::string(name->id), std::string(a->attr)};
   }
 
   // `x.nonzero()` of a 1-D x (no as_tuple): an [n, 1] tensor whose rows, the
@@ -1133,6 +1175,8 @@ class Builder {
   const SubmoduleLookup* lookup_;  // null: no inlining
   const ClassDecl* cls_;           // the class whose `self` the current code sees
   int max_depth_;
+  bool unroll_module_loops_ = false;
+  int unroll_copy_ = 0;  // the copy of an unrolled module-list loop body being walked (1, 2), or 0
   std::string self_path_ = "self";
   std::vector<const ast::FunctionDef*> stack_;
   std::vector<std::vector<int>> return_sets_;
@@ -1158,7 +1202,7 @@ FunctionDataflow build_dataflow(const SourceSet& sources, const ModelFile& file,
 }
 
 FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl& cls, const SubmoduleLookup& lookup,
-                                       int max_depth) {
+                                       int max_depth, bool unroll_module_loops) {
   FunctionDataflow g;
   const ClassDecl* owner = nullptr;
   const ast::FunctionDef* fwd = find_method(sources, cls, "forward", &owner);
@@ -1166,6 +1210,7 @@ FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl
   if (!fwd) return g;
   g.file = owner->file;
   Builder b(sources, *owner->file, g, &lookup, &cls, max_depth);
+  if (unroll_module_loops) b.unroll_module_loops();
   b.function(*fwd);
   return g;
 }

@@ -299,6 +299,10 @@ bool RoleTableSubmodules::is_parameter(const ClassDecl& owner, std::string_view 
   return false;
 }
 
+bool RoleTableSubmodules::builds_block(const ModuleCtor& ctor) const {
+  return roles_.role_of(ctor) == ModuleRole::DecoderLayer;
+}
+
 std::string RoleTableSubmodules::callable_op(const ClassDecl& owner, std::string_view attribute) const {
   const ClassInstance* inst = roles_.standalone(owner.node->name);
   if (!inst) return {};

@@ -62,6 +62,7 @@ class RoleTableSubmodules : public SubmoduleLookup {
   std::string callable_op(const ClassDecl& owner, std::string_view attribute) const override;
   const nlohmann::json* config_field(std::string_view key) const override;
   bool is_parameter(const ClassDecl& owner, std::string_view attribute) const override;
+  bool builds_block(const ModuleCtor& ctor) const override;
 
  private:
   const RoleTable& roles_;

@@ -118,6 +118,21 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
   }
   out.push_back(fmt::format("dataflow of {} matches {}.{}: {}", site.function, m.pattern->rule->id,
                             m.pattern->alternative, ops));
+  // A match in a forward whose layer loop was unrolled (model_matches.h):
+  // which ops are whose.
+  std::string by_copy[3];
+  for (int id : m.ops) {
+    const model::DataflowOp& op = m.target->ops[static_cast<size_t>(id)];
+    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant || op.line <= 0) continue;
+    std::string& list = by_copy[std::clamp(op.unrolled, 0, 2)];
+    list += (list.empty() ? "" : ", ") + fmt::format("{}@{}", op.name, op.line);
+  }
+  if (!by_copy[1].empty() && !by_copy[2].empty())
+    out.push_back(fmt::format("across two layers of the unrolled layer loop: {} in one layer, {} in the next",
+                              by_copy[1], by_copy[2]));
+  else if ((!by_copy[1].empty() || !by_copy[2].empty()) && !by_copy[0].empty())
+    out.push_back(fmt::format("across the layer loop: {} in a layer, {} around the loop",
+                              by_copy[1].empty() ? by_copy[2] : by_copy[1], by_copy[0]));
   for (const match::Binding& b : m.bindings)
     if (!b.text.empty()) out.push_back(fmt::format("{} = {}", b.parameter, b.text));
   for (const std::string& h : m.hints) out.push_back("agrees: " + h);

@@ -75,6 +75,24 @@ ChainParts chain_parts(const MatchSite& site) {
     out.primary = where;
     return out;
   }
+  // A chain across two copies of an unrolled layer loop (one layer's residual
+  // add into the next one's input norm) runs in no line of the loop's own
+  // function: the call goes in the outermost module code it runs in, the
+  // layer's forward, not in the norm's.
+  const model::DataflowOp* outermost = nullptr;
+  for (int id : site.match.ops) {
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
+    if (op.unrolled == 0 || op.line <= 0) continue;
+    if (!outermost || std::count(op.scope.begin(), op.scope.end(), '.') <
+                          std::count(outermost->scope.begin(), outermost->scope.end(), '.'))
+      outermost = &op;
+  }
+  if (outermost) {
+    if (auto it = by_function.find(place(*outermost)); it != by_function.end()) {
+      out.primary = it->second;
+      return out;
+    }
+  }
   for (int anchor : site.match.anchors) {
     if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
     int producer = g.values[static_cast<size_t>(anchor)].producer;

@@ -1,5 +1,6 @@
 #include "plan/model_matches.h"
 
+#include <algorithm>
 #include <set>
 
 #include "model/loss_helpers.h"
@@ -13,15 +14,49 @@ bool has_forward(const model::ClassDecl& cls) {
   return false;
 }
 
+// In a graph with its layer loop unrolled, a chain that lies inside one copy
+// of the loop body is the layer's own, found (and reported) in the layer's
+// forward already. What the unrolled graph adds is a chain across the seams:
+// from the first copy into the second (one layer's residual add into the
+// next layer's input norm), or from the second into the code after the loop
+// (the last layer's add into the final norm). A chain of code around the
+// loop alone was found before too.
+bool crosses_a_seam(const model::FunctionDataflow& g, const std::vector<int>& ops) {
+  bool first = false, second = false, outside = false, after = false;
+  int first_of_second = -1;
+  for (const model::DataflowOp& op : g.ops)
+    if (op.unrolled == 2) {
+      first_of_second = op.id;
+      break;
+    }
+  for (int id : ops) {
+    int copy = g.ops[static_cast<size_t>(id)].unrolled;
+    first |= copy == 1;
+    second |= copy == 2;
+    outside |= copy == 0;
+    after |= copy == 0 && id > first_of_second;
+  }
+  if (!first && !second) return outside;
+  return (first && second) || (second && after);
+}
+
+bool anchored_in_a_copy(const match::NearMissTrace& n, const model::FunctionDataflow& g) {
+  return n.anchor_op >= 0 && static_cast<size_t>(n.anchor_op) < g.ops.size() &&
+         g.ops[static_cast<size_t>(n.anchor_op)].unrolled != 0;
+}
+
 void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner,
             match::MatchMemo* memo) {
   out.graphs.push_back(std::move(graph));
   const model::FunctionDataflow& target = out.graphs.back();
   match::MatchOptions options;
   options.memo = memo;
+  bool unrolled = std::any_of(target.ops.begin(), target.ops.end(), [](const model::DataflowOp& op) { return op.unrolled != 0; });
   match::MatchResult r = match::match_patterns(*out.patterns, target, options);
-  for (match::Match& m : r.matches) out.matches.push_back(MatchSite{std::move(m), function, owner});
-  for (match::NearMissTrace& n : r.near_misses) out.near_misses.push_back(NearMissSite{std::move(n), function});
+  for (match::Match& m : r.matches)
+    if (!unrolled || crosses_a_seam(target, m.ops)) out.matches.push_back(MatchSite{std::move(m), function, owner});
+  for (match::NearMissTrace& n : r.near_misses)
+    if (!unrolled || !anchored_in_a_copy(n, target)) out.near_misses.push_back(NearMissSite{std::move(n), function});
 }
 
 }  // namespace
@@ -42,7 +77,11 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     if (!has_forward(*cls)) continue;
     std::string name(cls->node->name);
     auto ready = built.find(name);
-    run_on(out, ready != built.end() ? std::move(ready->second) : model::build_inlined_forward(sources, *cls, lookup),
+    // A loop over the decoder layers is unrolled, so that chains across two
+    // layers are matched there (model_matches.h).
+    run_on(out,
+           ready != built.end() ? std::move(ready->second)
+                                : model::build_inlined_forward(sources, *cls, lookup, 8, /*unroll_module_loops=*/true),
            name + ".forward", name, memo);
   }
   // Methods other than forward, of any class: a KV cache's `update`/`append`

@@ -3,7 +3,12 @@
 // submodules and helpers inlined, and each module-level function on its own.
 // The same source chain is usually seen several times (the norm's own
 // forward, then again inside every block that inlines it); dedupe happens
-// later, on (rule, source span).
+// later, on (rule, source span). A forward that loops over the decoder
+// layers (the backbone's) is built with that loop unrolled
+// (model::build_inlined_forward): from that graph only
+// the matches that take ops from both copies of the loop body, or from the
+// code around it, are kept (the rest are the layer's own, found in its
+// forward), and no near-miss that starts inside a copy.
 #include <deque>
 #include <map>
 #include <memory>

@@ -315,6 +315,21 @@ TEST(Matcher, OptionalStepMayBeAbsent) {
   EXPECT_LT(r.matches[0].confidence, 1.0);
 }
 
+// In a forward whose layer loop is unrolled, the ops of the loop's copies
+// are walked from only by rules whose chains may run across layers.
+TEST(Matcher, OnlyAcrossLayerRulesStartInsideAnUnrolledCopy) {
+  const char* text = "def search(x):\n    return x * torch.sigmoid(x)\n";
+  auto own = text_rule("t.silu", text);
+  auto across = text_rule("t.silu", text, {{"across_layers", true}});
+  auto t = function_graph("def f(a):\n    return a * torch.sigmoid(a)\n");
+  EXPECT_EQ(match_patterns(compile_rule(own->rule), t->graph).matches.size(), 1u);
+  for (model::DataflowOp& op : t->graph.ops) op.unrolled = 1;
+  EXPECT_TRUE(match_patterns(compile_rule(own->rule), t->graph).matches.empty());
+  EXPECT_EQ(match_patterns(compile_rule(across->rule), t->graph).matches.size(), 1u);
+  auto wrong = text_rule("t.silu", text, {{"across_layers", "yes"}});
+  EXPECT_THROW(compile_rule(wrong->rule), rules::RuleError);
+}
+
 TEST(Matcher, UnknownMatchKeyIsAnErrorNamingTheRuleFile) {
   auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"optionals", {"add"}}});
   try {

@@ -15,15 +15,19 @@ struct Inlined {
   FunctionDataflow graph;
 };
 
-std::unique_ptr<Inlined> inline_forward(const std::string& model, const std::string& cls) {
-  auto r = std::make_unique<Inlined>(
-      Inlined{SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + model + "/model.py"}), ModelConfig(), {}, {}});
+std::unique_ptr<Inlined> inline_sources(SourceSet sources, const std::string& cls, bool unroll = false) {
+  auto r = std::make_unique<Inlined>(Inlined{std::move(sources), ModelConfig(), {}, {}});
   r->schema = ConfigSchema::discover(r->sources);
   Evaluator ev(r->sources, r->config, r->schema);
   RoleTable roles = RoleTable::infer(r->sources, ev);
   RoleTableSubmodules lookup(roles);
-  r->graph = build_inlined_forward(r->sources, *r->sources.find_class(cls), lookup);
+  r->graph = build_inlined_forward(r->sources, *r->sources.find_class(cls), lookup, 8, unroll);
   return r;
+}
+
+std::unique_ptr<Inlined> inline_forward(const std::string& model, const std::string& cls, bool unroll = false) {
+  return inline_sources(SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + model + "/model.py"}), cls,
+                        unroll);
 }
 
 size_t count(const FunctionDataflow& g, const std::string& name) {
@@ -173,6 +177,67 @@ TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
   RoleTableSubmodules lookup(roles);
   FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("A"), lookup);
   EXPECT_EQ(count(g, "call:ping"), 1u) << g.dump();  // the recursive call stays a call
+}
+
+// The backbone's `for layer in self.layers: h = layer(h, ...)`: kept as one
+// opaque call by default; unrolled on request into two inlined copies of the
+// decoder layer, the second reading what the first returned.
+TEST(InlinedDataflow, LayerLoopIsUnrolledIntoTwoCopiesOfTheLayerWhenAsked) {
+  auto plain = inline_forward("llama_like", "LlamaModel");
+  EXPECT_EQ(count(plain->graph, "rsqrt"), 1u) << plain->graph.dump();  // the final norm only
+  for (const DataflowOp& op : plain->graph.ops) EXPECT_EQ(op.unrolled, 0) << op.name;
+
+  auto r = inline_forward("llama_like", "LlamaModel", /*unroll=*/true);
+  const FunctionDataflow& g = r->graph;
+  // Two norms per layer copy, and the final norm.
+  EXPECT_EQ(count(g, "rsqrt"), 5u) << g.dump();
+  EXPECT_EQ(count(g, "linear"), 14u);
+  size_t first = 0, second = 0;
+  for (const DataflowOp& op : g.ops) {
+    first += op.unrolled == 1;
+    second += op.unrolled == 2;
+    if (op.unrolled != 0) EXPECT_NE(op.condition.find("for layer in self.layers"), std::string::npos) << op.name;
+  }
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(first, second);  // the same body twice
+  // The second copy reads a value the first copy computed (the layer's output).
+  bool carried = false;
+  for (const DataflowOp& op : g.ops)
+    if (op.unrolled == 2)
+      for (int v : op.inputs) carried |= v >= 0 && g.producer_of(v).unrolled == 1;
+  EXPECT_TRUE(carried);
+  // The layer's weights are read under the module list's path.
+  EXPECT_TRUE(reads(g, "self.layers[].input_layernorm.weight"));
+}
+
+// Only a loop over decoder layers is unrolled: a loop over a module list of
+// experts stays as it was, and so does a layer loop of a forward that is
+// itself inlined into another (the causal-LM head's call of the backbone).
+TEST(InlinedDataflow, OnlyTheOwnLoopOverDecoderLayersIsUnrolled) {
+  const char* text =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Expert(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.w = nn.Linear(8, 8, bias=False)\n"
+      "    def forward(self, x):\n"
+      "        return torch.relu(self.w(x))\n"
+      "class Experts(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.experts = nn.ModuleList([Expert() for _ in range(4)])\n"
+      "    def forward(self, x):\n"
+      "        y = x\n"
+      "        for expert in self.experts:\n"
+      "            y = y + expert(x)\n"
+      "        return y\n";
+  auto r = inline_sources(SourceSet::from_texts({{"experts.py", text}}), "Experts", /*unroll=*/true);
+  for (const DataflowOp& op : r->graph.ops) EXPECT_EQ(op.unrolled, 0) << op.name;
+  EXPECT_EQ(count(r->graph, "relu"), 0u) << r->graph.dump();  // the element call stays opaque, as before
+
+  auto head = inline_forward("llama_like", "LlamaForCausalLM", /*unroll=*/true);
+  for (const DataflowOp& op : head->graph.ops) EXPECT_EQ(op.unrolled, 0) << op.name;
 }
 
 }  // namespace
