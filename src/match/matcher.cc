@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "match/graph_matcher.h"
@@ -89,8 +90,8 @@ bool is_packing(const DataflowOp& op) {
   return op.name == "tuple" || op.name == "list" || op.name == "unpack" || op.name == "phi";
 }
 
-// The values a packing op hands `v` on as: a tuple read by an unpack gives
-// the unpacked element at the same position; a phi, a list or a tuple read
+// The values a packing op hands `v` on as: a tuple read by an unpack (or
+// indexed with a literal) gives the element at the same position; a phi, a list or a tuple read
 // any other way hands on all of its outputs.
 std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v) {
   if (packer.name == "tuple") {
@@ -100,8 +101,17 @@ std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v
     for (int tv : packer.outputs)
       for (int r : t.readers[static_cast<size_t>(tv)]) {
         const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
-        if (reader.name == "unpack" && index < reader.outputs.size()) out.push_back(reader.outputs[index]);
-        else out.push_back(tv);
+        if (reader.name == "unpack" && index < reader.outputs.size()) {
+          out.push_back(reader.outputs[index]);
+        } else if (reader.name == "getitem" && reader.inputs.size() == 2 && reader.inputs[0] == tv &&
+                   !reader.outputs.empty()) {
+          // `outputs = layer(h); h = outputs[0]`: only the element at its own position.
+          std::optional<ConstantValue> at = constant_of(t.g, reader.inputs[1]);
+          if (!at || !at->numeric) out.push_back(tv);
+          else if (at->number == static_cast<double>(index)) out.push_back(reader.outputs[0]);
+        } else {
+          out.push_back(tv);
+        }
       }
     return out;
   }
