@@ -49,6 +49,10 @@ RULE = {
          "en": "npu_rms_norm multiplies by gamma, the model by (1 + weight): passing the stored weight drops the +1 and silently shrinks the output.",
          "zh": "npu_rms_norm乘以gamma，而模型乘以(1 + weight)：直接传入权重会丢掉+1，输出被静默缩小。",
          "needs": "npu_gemma_rms_norm, or npu_rms_norm with gamma = 1 + weight precomputed in float32 after loading"},
+        {"api": "npu_add_rms_norm",
+         "en": "npu_add_rms_norm also scales by a plain gamma: fusing the residual add into this norm with the stored weight drops the +1 in the same way.",
+         "zh": "npu_add_rms_norm同样乘以gamma：用存储的权重把残差相加并入这个norm，同样会丢掉+1。",
+         "needs": "npu_add_rms_norm with gamma = 1 + weight precomputed in float32 after loading"},
     ],
     "hints": {"class_names": ["GemmaRMSNorm", "Gemma2RMSNorm", "Gemma3RMSNorm"]},
     "inputs": {

@@ -284,7 +284,7 @@ void name_also_outputs(const Pattern& p, const FunctionDataflow& target, const s
 // RULE["match"] anchor_uses: who else may read a returned value. Reads
 // through casts and layout views count as reads of the value itself.
 std::string anchor_use_violation(const TargetIndex& t, const Pattern& p, const std::vector<int>& ops,
-                                 const std::vector<int>& anchors) {
+                                 const std::vector<int>& anchors, const std::vector<std::string>& arms) {
   std::set<int> inside(ops.begin(), ops.end());
   for (const AnchorUse& use : p.options.anchor_uses) {
     int v0 = anchors[use.anchor];
@@ -301,6 +301,10 @@ std::string anchor_use_violation(const TargetIndex& t, const Pattern& p, const s
         if (inside.count(r)) continue;
         const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
         if (use.allow.count(reader.name)) continue;
+        // Not a use where the chain runs: code on the other arm of an `if`
+        // a matched op sits on (a norm's `if hasattr(F, "rms_norm")`), or a
+        // cast that takes only the value's dtype (`out.type_as(h)`).
+        if (on_another_arm(reader.condition, arms) || reads_only_its_dtype(t, r, v)) continue;
         if (is_packing(reader)) {  // a tuple unpacked again hands on only its element
           std::vector<int> on = passed_on(t, reader, v);
           todo.insert(todo.end(), on.begin(), on.end());
@@ -479,7 +483,12 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     std::vector<int> ops;
     if (a.ok) {
       ops = covered_ops(index, a);
-      std::string violation = anchor_use_violation(index, p, ops, a.anchors);
+      std::vector<std::string> arms = a.branches;
+      for (int id : ops) {
+        const std::string& c = target.ops[static_cast<size_t>(id)].condition;
+        if (!c.empty() && std::find(arms.begin(), arms.end(), c) == arms.end()) arms.push_back(c);
+      }
+      std::string violation = anchor_use_violation(index, p, ops, a.anchors, arms);
       if (!violation.empty()) {
         a.ok = false;
         a.reason = violation;

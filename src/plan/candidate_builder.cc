@@ -347,7 +347,12 @@ void refuse_rejected(std::vector<Candidate>& candidates, const std::vector<const
     for (const rules::Reject& reject : rule_of[i]->rejects) {
       for (size_t j = 0; j < candidates.size(); ++j) {
         Candidate& other = candidates[j];
-        if (j == i || !overlaps(candidates[i].location, other.location)) continue;
+        // Where the other chain's replacement goes, or any of its lines: an
+        // add+norm placed at the layer's residual add still runs this norm.
+        bool meets = overlaps(candidates[i].location, other.location) ||
+                     std::any_of(other.parts.begin(), other.parts.end(),
+                                 [&](const Location& part) { return overlaps(candidates[i].location, part); });
+        if (j == i || !meets) continue;
         if (std::find(other.apis.begin(), other.apis.end(), reject.api) == other.apis.end()) continue;
         add_unique(other.blocking, fmt::format("{} found this chain at {}:{}: {} Needs: {}", rule_of[i]->id,
                                                candidates[i].location.file, candidates[i].location.start_line,

@@ -3,6 +3,7 @@
 // npu_rms_norm).
 #include <gtest/gtest.h>
 
+#include "plan/analyze.h"
 #include "plan/candidate_builder.h"
 #include "plan_test_support.h"
 
@@ -43,6 +44,34 @@ TEST(RejectedOperator, RefusesTheOtherRulesCandidateOnTheSameLines) {
   set = build_candidates({make_match(*plain_pattern, g, 3, 4, "norm")}, ctx);
   ASSERT_EQ(set.candidates.size(), 1u);
   EXPECT_NE(set.candidates[0].status, Status::NotApplicable);
+}
+
+// gemma_style: the (1 + w) norm fused with the residual add before it is
+// placed at the layer's add, not on the norm's lines; it is refused all the
+// same, because the norm's lines are among its own.
+TEST(RejectedOperator, AnAddNormPlacedAtTheAddIsRefusedForTheNormItRuns) {
+  AnalyzeOptions o;
+  std::string dir = std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/gemma_style";
+  o.paths = {dir + "/model.py"};
+  o.config = dir + "/config.json";
+  o.chip = "A2";
+  Plan plan = analyze(o);
+  int add_norms = 0;
+  for (const Candidate& c : plan.candidates) {
+    for (const Candidate* x : [&] {
+           std::vector<const Candidate*> all = {&c};
+           for (const Candidate& a : c.alternatives) all.push_back(&a);
+           return all;
+         }()) {
+      if (x->rule != "norm.add_rms_norm") continue;
+      ++add_norms;
+      EXPECT_EQ(x->status, Status::NotApplicable) << x->id;
+      ASSERT_FALSE(x->blocking.empty()) << x->id;
+      EXPECT_NE(x->blocking.back().find("norm.gemma_rms_norm found this chain"), std::string::npos) << x->blocking.back();
+      EXPECT_NE(x->blocking.back().find("npu_add_rms_norm"), std::string::npos) << x->blocking.back();
+    }
+  }
+  EXPECT_GE(add_norms, 1);
 }
 
 }  // namespace
