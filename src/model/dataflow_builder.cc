@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -236,7 +237,8 @@ class Builder {
     } else if (auto* au = ast::as<ast::AugAssign>(s)) {
       int target = expr(au->target);
       int value = expr(au->value);
-      int out = emit_value(canonical_binop(au->op), OpClass::Compute, {target, value}, {}, s, true);
+      int out = au->op == ast::operator_::Add ? joined_tuple(target, value, s) : -1;
+      if (out < 0) out = emit_value(canonical_binop(au->op), OpClass::Compute, {target, value}, {}, s, true);
       store(au->target, out, s);
     } else if (auto* e = ast::as<ast::Expr>(s)) {
       // A bare literal statement is a docstring: no dataflow.
@@ -446,6 +448,39 @@ class Builder {
     if (!ctor || !ctor->local || !lookup_->builds_block(*ctor) || !find_method(sources_, *ctor->local, "forward", nullptr))
       return {};
     return {std::string(name->id), std::string(a->attr)};
+  }
+
+  // `outputs = (h,); outputs += (attn_weights,)`: two tuples joined are one
+  // tuple of their elements. -1 when either side is no tuple built here.
+  int joined_tuple(int left, int right, const ast::Node* at) {
+    const DataflowOp& l = g_.producer_of(left);
+    const DataflowOp& r = g_.producer_of(right);
+    if (l.name != "tuple" || r.name != "tuple" || l.cls != OpClass::Structure || r.cls != OpClass::Structure) return -1;
+    std::vector<int> parts = l.inputs;
+    parts.insert(parts.end(), r.inputs.begin(), r.inputs.end());
+    return emit_value("tuple", OpClass::Structure, parts, {}, at);
+  }
+
+  // `layer_outputs[0]` of a merge of tuples (a layer that appends to its
+  // output tuple under `if output_attentions:`): the merge of the element
+  // at that place, or the element itself where every arm holds the same.
+  // -1 when the base is no such merge or the index no literal.
+  int element_of_merged_tuples(int base, int index, const ast::Node* at) {
+    const DataflowOp& merge = g_.producer_of(base);
+    const DataflowOp& k = g_.producer_of(index);
+    if (merge.name != "phi" || merge.cls != OpClass::Structure || k.cls != OpClass::Constant || k.attrs.empty()) return -1;
+    char* end = nullptr;
+    long at_index = std::strtol(k.attrs[0].c_str(), &end, 10);
+    if (!end || *end != '\0' || at_index < 0) return -1;
+    std::vector<int> elements;
+    for (int in : merge.inputs) {
+      const DataflowOp& t = g_.producer_of(in);
+      if (t.name != "tuple" || t.cls != OpClass::Structure || static_cast<size_t>(at_index) >= t.inputs.size()) return -1;
+      elements.push_back(t.inputs[static_cast<size_t>(at_index)]);
+    }
+    if (elements.empty()) return -1;
+    if (std::all_of(elements.begin(), elements.end(), [&](int v) { return v == elements.front(); })) return elements.front();
+    return emit_value("phi", OpClass::Structure, elements, {}, at);
   }
 
   // `x.nonzero()` of a 1-D x (no as_tuple): an [n, 1] tensor whose rows, the
@@ -696,6 +731,8 @@ class Builder {
     if (ast::as<ast::Constant>(e)) return emit_value("const", OpClass::Constant, {}, {std::string(file_->text_of(e))}, e);
     if (auto* b = ast::as<ast::BinOp>(e)) {
       int l = expr(b->left), r = expr(b->right);
+      if (b->op == ast::operator_::Add)
+        if (int t = joined_tuple(l, r, e); t >= 0) return t;
       return emit_value(canonical_binop(b->op), OpClass::Compute, {l, r}, {}, e);
     }
     if (auto* u = ast::as<ast::UnaryOp>(e)) {
@@ -724,6 +761,7 @@ class Builder {
       if (int v = leading_new_axes(s, base); v >= 0) return v;
       if (int v = new_axes_only(s, base); v >= 0) return v;
       int index = expr(s->slice);
+      if (int v = element_of_merged_tuples(base, index, e); v >= 0) return v;
       return emit_value("getitem", OpClass::Slice, {base, index}, {}, e);
     }
     if (auto* sl = ast::as<ast::Slice>(e)) {

@@ -1,7 +1,6 @@
 // Matcher behaviours on small hand-written models, one behaviour per test.
 #include <gtest/gtest.h>
 
-#include <chrono>
 
 #include "match_support.h"
 
@@ -338,17 +337,6 @@ TEST(Matcher, UnknownMatchKeyIsAnErrorNamingTheRuleFile) {
   } catch (const rules::RuleError& e) {
     EXPECT_NE(std::string(e.what()).find("rule.py: RULE[\"match\"]: unknown key \"optionals\""), std::string::npos) << e.what();
   }
-}
-
-TEST(Matcher, AllRulesOnADecoderLayerTakeMilliseconds) {
-  auto graphs = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/deepseek_v3_like/model.py", {"Block"});
-  ASSERT_FALSE(graphs->graphs.empty());
-  const auto& patterns = testing::compiled_rules().patterns;
-  auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < 5; ++i) match_patterns(patterns, graphs->graphs[0]);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 5;
-  RecordProperty("ms_per_layer", std::to_string(ms));
-  EXPECT_LT(ms, 50.0) << graphs->graphs[0].ops.size() << " ops, " << patterns.size() << " patterns";
 }
 
 }  // namespace
