@@ -37,6 +37,7 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
   for (int id : m.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
     if (computes(op) && op.file) c.apply_ops.push_back(range_of(op));
+    c.apply_across_layers |= op.unrolled != 0;
   }
   for (size_t i = 0; i < m.anchors.size(); ++i) {
     const int anchor = m.anchors[i];

@@ -103,6 +103,10 @@ struct Candidate {
     uint32_t begin = 0, end = 0;  // bytes of the expression that produced the op
   };
   std::string apply_function;                    // the function whose (inlined) graph matched
+  // The chain runs across two decoder layers of an unrolled layer loop (one
+  // layer's residual add into the next layer's norm, or the last one's into
+  // the final norm): no one function's code holds it.
+  bool apply_across_layers = false;
   std::vector<SourceRange> apply_ops;            // the matched computing ops
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
