@@ -259,9 +259,9 @@ class Builder {
       const ModuleLoop layers = module_loop(f);
       loop(std::string("for ") + std::string(file_->text_of(f->target)) + " in " + std::string(file_->text_of(f->iter)), s,
            [&] {
-             // A loop over the class's own module list runs the element's
+             // A loop over the class's own decoder layers runs the layer's
              // forward; unrolled, its body is walked twice, so the chain
-             // from one element's output into the next one's input is seen.
+             // from one layer's output into the next one's input is seen.
              for (int copy = 1; copy <= (layers ? 2 : 1); ++copy) {
                if (layers) unroll_copy_ = copy;
                int element = emit_value("iterate", OpClass::Structure, {iter}, {}, f);
