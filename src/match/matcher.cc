@@ -208,6 +208,18 @@ bool on_another_arm(const std::string& condition, const std::vector<std::string>
   return false;
 }
 
+// The branch conditions a read must not contradict to meet the chain: the
+// ones the match needs, and the arms the chain's own ops sit on (the other
+// arm of a norm's `if hasattr(F, "rms_norm")`, a layer's other attention
+// path), for the escape and the anchor-use checks alike.
+std::vector<std::string> arms_of(const FunctionDataflow& g, const std::vector<int>& ops, std::vector<std::string> branches) {
+  for (int id : ops) {
+    const std::string& c = g.ops[static_cast<size_t>(id)].condition;
+    if (!c.empty() && std::find(branches.begin(), branches.end(), c) == branches.end()) branches.push_back(c);
+  }
+  return branches;
+}
+
 std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors,
                                const std::vector<std::string>& branches) {
   std::vector<Escape> out;
@@ -483,12 +495,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     std::vector<int> ops;
     if (a.ok) {
       ops = covered_ops(index, a);
-      std::vector<std::string> arms = a.branches;
-      for (int id : ops) {
-        const std::string& c = target.ops[static_cast<size_t>(id)].condition;
-        if (!c.empty() && std::find(arms.begin(), arms.end(), c) == arms.end()) arms.push_back(c);
-      }
-      std::string violation = anchor_use_violation(index, p, ops, a.anchors, arms);
+      std::string violation = anchor_use_violation(index, p, ops, a.anchors, arms_of(target, ops, a.branches));
       if (!violation.empty()) {
         a.ok = false;
         a.reason = violation;
@@ -571,15 +578,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
                                      [&](const std::string& c) { return clauses.count("not (" + c + ")") > 0; });
     if (contradictory) return true;
     for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
-    // A read can meet the chain only where every matched op runs: the arms
-    // the chain's own ops sit on count too (the other arm of a norm's
-    // `if hasattr(F, "rms_norm")`, a layer's other attention path).
-    std::vector<std::string> arms = branches;
-    for (int id : ops) {
-      const std::string& c = target.ops[static_cast<size_t>(id)].condition;
-      if (!c.empty() && std::find(arms.begin(), arms.end(), c) == arms.end()) arms.push_back(c);
-    }
-    m.escapes = escapes_of(index, ops, a.anchors, arms);
+    m.escapes = escapes_of(index, ops, a.anchors, arms_of(target, ops, branches));
     if (!p.options.also_outputs.empty()) name_also_outputs(p, target, a.op_map, m.escapes);
     // Index bookkeeping (`end_pos = start_pos + s`) stays where it is: it
     // does not place the chain.

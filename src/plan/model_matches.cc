@@ -21,20 +21,16 @@ bool has_forward(const model::ClassDecl& cls) {
 // next layer's input norm), or from the second into the code after the loop
 // (the last layer's add into the final norm). A chain of code around the
 // loop alone was found before too.
-bool crosses_a_seam(const model::FunctionDataflow& g, const std::vector<int>& ops) {
+// `second_copy` is the first op of the loop body's second copy: code after
+// the loop comes later.
+bool crosses_a_seam(const model::FunctionDataflow& g, const std::vector<int>& ops, int second_copy) {
   bool first = false, second = false, outside = false, after = false;
-  int first_of_second = -1;
-  for (const model::DataflowOp& op : g.ops)
-    if (op.unrolled == 2) {
-      first_of_second = op.id;
-      break;
-    }
   for (int id : ops) {
     int copy = g.ops[static_cast<size_t>(id)].unrolled;
     first |= copy == 1;
     second |= copy == 2;
     outside |= copy == 0;
-    after |= copy == 0 && id > first_of_second;
+    after |= copy == 0 && id > second_copy;
   }
   if (!first && !second) return outside;
   return (first && second) || (second && after);
@@ -51,10 +47,14 @@ void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string&
   const model::FunctionDataflow& target = out.graphs.back();
   match::MatchOptions options;
   options.memo = memo;
-  bool unrolled = std::any_of(target.ops.begin(), target.ops.end(), [](const model::DataflowOp& op) { return op.unrolled != 0; });
+  // An unrolled loop always has a second copy; -1 in every other graph.
+  auto second = std::find_if(target.ops.begin(), target.ops.end(), [](const model::DataflowOp& op) { return op.unrolled == 2; });
+  const int second_copy = second == target.ops.end() ? -1 : second->id;
+  const bool unrolled = second_copy >= 0;
   match::MatchResult r = match::match_patterns(*out.patterns, target, options);
   for (match::Match& m : r.matches)
-    if (!unrolled || crosses_a_seam(target, m.ops)) out.matches.push_back(MatchSite{std::move(m), function, owner});
+    if (!unrolled || crosses_a_seam(target, m.ops, second_copy))
+      out.matches.push_back(MatchSite{std::move(m), function, owner});
   for (match::NearMissTrace& n : r.near_misses)
     if (!unrolled || !anchored_in_a_copy(n, target)) out.near_misses.push_back(NearMissSite{std::move(n), function});
 }

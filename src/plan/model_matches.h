@@ -5,10 +5,11 @@
 // forward, then again inside every block that inlines it); dedupe happens
 // later, on (rule, source span). A forward that loops over the decoder
 // layers (the backbone's) is built with that loop unrolled
-// (model::build_inlined_forward): from that graph only
-// the matches that take ops from both copies of the loop body, or from the
-// code around it, are kept (the rest are the layer's own, found in its
-// forward), and no near-miss that starts inside a copy.
+// (model::build_inlined_forward): from that graph only the matches that take
+// ops from both copies of the loop body, or from the second copy and the code
+// after the loop, are kept besides those of the code around the loop alone
+// (the rest are the layer's own, found in its forward), and no near-miss that
+// starts inside a copy.
 #include <deque>
 #include <map>
 #include <memory>

@@ -23,15 +23,19 @@ struct Matched {
   ModelMatches matches;
 };
 
-std::unique_ptr<Matched> match_test_model(const std::string& name) {
+std::unique_ptr<Matched> match_sources(model::SourceSet sources) {
   auto m = std::make_unique<Matched>();
-  m->sources = model::SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + name + "/model.py"});
+  m->sources = std::move(sources);
   m->schema = model::ConfigSchema::discover(m->sources);
   model::Evaluator ev(m->sources, m->config, m->schema);
   m->roles = std::make_unique<model::RoleTable>(model::RoleTable::infer(m->sources, ev));
   m->rules = rules::RuleSet::load(rules::embedded_rule_files(), "rules");
   m->matches = match_model(m->sources, *m->roles, m->rules);
   return m;
+}
+
+std::unique_ptr<Matched> match_test_model(const std::string& name) {
+  return match_sources(model::SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + name + "/model.py"}));
 }
 
 int copies_of(const match::Match& m) {
@@ -41,6 +45,13 @@ int copies_of(const match::Match& m) {
     mask |= copy == 0 ? 4 : copy;  // 1, 2, or 4 for code around the loop
   }
   return mask;
+}
+
+// A chain with ops in both copies of the unrolled layer loop.
+bool has_seam(const Matched& m) {
+  return std::any_of(m.matches.matches.begin(), m.matches.matches.end(), [](const MatchSite& s) {
+    return s.match.pattern->rule->id == "norm.add_rms_norm" && copies_of(s.match) == 3;
+  });
 }
 
 // llama_like: the MLP residual add at the end of one layer and the next
@@ -74,195 +85,108 @@ TEST(ModelMatches, AddRmsNormIsFoundAcrossTwoLayersOfTheUnrolledLoop) {
 // unpacked by the loop: the sum is handed on to the next layer alone; the
 // cache entry packed beside it is no other read of the sum.
 TEST(ModelMatches, ASeamIsFoundThroughALayerReturningATuple) {
-  auto m = match_test_model("qwen3_moe_like");
-  bool across = std::any_of(m->matches.matches.begin(), m->matches.matches.end(), [](const MatchSite& s) {
-    return s.match.pattern->rule->id == "norm.add_rms_norm" && copies_of(s.match) == 3;
-  });
-  EXPECT_TRUE(across);
+  EXPECT_TRUE(has_seam(*match_test_model("qwen3_moe_like")));
 }
 
-std::unique_ptr<Matched> match_text(const char* text) {
-  auto m = std::make_unique<Matched>();
-  m->sources = model::SourceSet::from_texts({{"layers.py", text}});
-  m->schema = model::ConfigSchema::discover(m->sources);
-  model::Evaluator ev(m->sources, m->config, m->schema);
-  m->roles = std::make_unique<model::RoleTable>(model::RoleTable::infer(m->sources, ev));
-  m->rules = rules::RuleSet::load(rules::embedded_rule_files(), "rules");
-  m->matches = match_model(m->sources, *m->roles, m->rules);
-  return m;
-}
-
-bool has_seam(const Matched& m) {
-  return std::any_of(m.matches.matches.begin(), m.matches.matches.end(), [](const MatchSite& s) {
-    return s.match.pattern->rule->id == "norm.add_rms_norm" && copies_of(s.match) == 3;
-  });
+// A small model whose decoder layer ends with `layer_return` (its residual
+// sum is `hidden_states`) and whose loop reads `layer_outputs[0]`.
+std::string indexed_layer_model(const std::string& layer_return) {
+  return std::string(
+      "import torch\n"
+      "from torch import nn\n"
+      "\n"
+      "\n"
+      "class Norm(nn.Module):\n"
+      "    def __init__(self, d, eps=1e-6):\n"
+      "        super().__init__()\n"
+      "        self.weight = nn.Parameter(torch.ones(d))\n"
+      "        self.variance_epsilon = eps\n"
+      "\n"
+      "    def forward(self, x):\n"
+      "        dt = x.dtype\n"
+      "        x = x.to(torch.float32)\n"
+      "        v = x.pow(2).mean(-1, keepdim=True)\n"
+      "        x = x * torch.rsqrt(v + self.variance_epsilon)\n"
+      "        return self.weight * x.to(dt)\n"
+      "\n"
+      "\n"
+      "class Mlp(nn.Module):\n"
+      "    def __init__(self, d):\n"
+      "        super().__init__()\n"
+      "        self.up = nn.Linear(d, 4 * d, bias=False)\n"
+      "        self.down = nn.Linear(4 * d, d, bias=False)\n"
+      "\n"
+      "    def forward(self, x):\n"
+      "        return self.down(torch.relu(self.up(x)))\n"
+      "\n"
+      "\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, d):\n"
+      "        super().__init__()\n"
+      "        self.q_proj = nn.Linear(d, d, bias=False)\n"
+      "        self.k_proj = nn.Linear(d, d, bias=False)\n"
+      "        self.v_proj = nn.Linear(d, d, bias=False)\n"
+      "        self.o_proj = nn.Linear(d, d, bias=False)\n"
+      "\n"
+      "    def forward(self, x):\n"
+      "        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)\n"
+      "        w = torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1)\n"
+      "        return self.o_proj(w @ v)\n"
+      "\n"
+      "\n"
+      "class Layer(nn.Module):\n"
+      "    def __init__(self, d):\n"
+      "        super().__init__()\n"
+      "        self.input_layernorm = Norm(d)\n"
+      "        self.self_attn = Attention(d)\n"
+      "        self.post_attention_layernorm = Norm(d)\n"
+      "        self.mlp = Mlp(d)\n"
+      "\n"
+      "    def forward(self, hidden_states, output_attentions=False):\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = self.self_attn(self.input_layernorm(hidden_states))\n"
+      "        hidden_states = residual + hidden_states\n"
+      "        residual = hidden_states\n"
+      "        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))\n"
+      "        hidden_states = residual + hidden_states\n"
+             ) +
+         layer_return +
+         "\n"
+      "\n"
+      "class Model(nn.Module):\n"
+      "    def __init__(self, d=64, n=2, vocab=100):\n"
+      "        super().__init__()\n"
+      "        self.embed_tokens = nn.Embedding(vocab, d)\n"
+      "        self.layers = nn.ModuleList([Layer(d) for _ in range(n)])\n"
+      "        self.norm = Norm(d)\n"
+      "\n"
+      "    def forward(self, input_ids):\n"
+      "        hidden_states = self.embed_tokens(input_ids)\n"
+      "        for decoder_layer in self.layers:\n"
+      "            layer_outputs = decoder_layer(hidden_states)\n"
+      "            hidden_states = layer_outputs[0]\n"
+      "        return self.norm(hidden_states)\n"
+      "\n";
 }
 
 // Older HF layers build their output tuple step by step
 // (`outputs = (h,); if output_attentions: outputs += (w,)`) and the loop
 // reads `layer_outputs[0]`: the element is the same on both arms.
 TEST(ModelMatches, ASeamIsFoundThroughAnOutputTupleGrownUnderAnIf) {
-  const char* text =
-      "import torch\n"
-      "from torch import nn\n"
-      "\n"
-      "\n"
-      "class Norm(nn.Module):\n"
-      "    def __init__(self, d, eps=1e-6):\n"
-      "        super().__init__()\n"
-      "        self.weight = nn.Parameter(torch.ones(d))\n"
-      "        self.variance_epsilon = eps\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        dt = x.dtype\n"
-      "        x = x.to(torch.float32)\n"
-      "        v = x.pow(2).mean(-1, keepdim=True)\n"
-      "        x = x * torch.rsqrt(v + self.variance_epsilon)\n"
-      "        return self.weight * x.to(dt)\n"
-      "\n"
-      "\n"
-      "class Mlp(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.up = nn.Linear(d, 4 * d, bias=False)\n"
-      "        self.down = nn.Linear(4 * d, d, bias=False)\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        return self.down(torch.relu(self.up(x)))\n"
-      "\n"
-      "\n"
-      "class Attention(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.q_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.k_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.v_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.o_proj = nn.Linear(d, d, bias=False)\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)\n"
-      "        w = torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1)\n"
-      "        return self.o_proj(w @ v)\n"
-      "\n"
-      "\n"
-      "class Layer(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.input_layernorm = Norm(d)\n"
-      "        self.self_attn = Attention(d)\n"
-      "        self.post_attention_layernorm = Norm(d)\n"
-      "        self.mlp = Mlp(d)\n"
-      "\n"
-      "    def forward(self, hidden_states, output_attentions=False):\n"
-      "        residual = hidden_states\n"
-      "        hidden_states = self.self_attn(self.input_layernorm(hidden_states))\n"
-      "        hidden_states = residual + hidden_states\n"
-      "        residual = hidden_states\n"
-      "        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))\n"
-      "        hidden_states = residual + hidden_states\n"
+  std::string text = indexed_layer_model(
       "        outputs = (hidden_states,)\n"
       "        if output_attentions:\n"
       "            outputs += (None,)\n"
-      "        return outputs\n"
-      "\n"
-      "\n"
-      "class Model(nn.Module):\n"
-      "    def __init__(self, d=64, n=2, vocab=100):\n"
-      "        super().__init__()\n"
-      "        self.embed_tokens = nn.Embedding(vocab, d)\n"
-      "        self.layers = nn.ModuleList([Layer(d) for _ in range(n)])\n"
-      "        self.norm = Norm(d)\n"
-      "\n"
-      "    def forward(self, input_ids):\n"
-      "        hidden_states = self.embed_tokens(input_ids)\n"
-      "        for decoder_layer in self.layers:\n"
-      "            layer_outputs = decoder_layer(hidden_states)\n"
-      "            hidden_states = layer_outputs[0]\n"
-      "        return self.norm(hidden_states)\n"
-      "\n";
-  EXPECT_TRUE(has_seam(*match_text(text)));
+      "        return outputs\n");
+  EXPECT_TRUE(has_seam(*match_sources(model::SourceSet::from_texts({{"layers.py", text}}))));
 }
 
 // A layer returning `(hidden_states, None)` read by the loop as
 // `layer_outputs[0]`: the element at that position is all the next layer
 // reads of the sum.
 TEST(ModelMatches, ASeamIsFoundThroughALayerOutputIndexedByTheLoop) {
-  const char* text =
-      "import torch\n"
-      "from torch import nn\n"
-      "\n"
-      "\n"
-      "class Norm(nn.Module):\n"
-      "    def __init__(self, d, eps=1e-6):\n"
-      "        super().__init__()\n"
-      "        self.weight = nn.Parameter(torch.ones(d))\n"
-      "        self.variance_epsilon = eps\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        dt = x.dtype\n"
-      "        x = x.to(torch.float32)\n"
-      "        v = x.pow(2).mean(-1, keepdim=True)\n"
-      "        x = x * torch.rsqrt(v + self.variance_epsilon)\n"
-      "        return self.weight * x.to(dt)\n"
-      "\n"
-      "\n"
-      "class Mlp(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.up = nn.Linear(d, 4 * d, bias=False)\n"
-      "        self.down = nn.Linear(4 * d, d, bias=False)\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        return self.down(torch.relu(self.up(x)))\n"
-      "\n"
-      "\n"
-      "class Attention(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.q_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.k_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.v_proj = nn.Linear(d, d, bias=False)\n"
-      "        self.o_proj = nn.Linear(d, d, bias=False)\n"
-      "\n"
-      "    def forward(self, x):\n"
-      "        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)\n"
-      "        w = torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1)\n"
-      "        return self.o_proj(w @ v)\n"
-      "\n"
-      "\n"
-      "class Layer(nn.Module):\n"
-      "    def __init__(self, d):\n"
-      "        super().__init__()\n"
-      "        self.input_layernorm = Norm(d)\n"
-      "        self.self_attn = Attention(d)\n"
-      "        self.post_attention_layernorm = Norm(d)\n"
-      "        self.mlp = Mlp(d)\n"
-      "\n"
-      "    def forward(self, hidden_states, output_attentions=False):\n"
-      "        residual = hidden_states\n"
-      "        hidden_states = self.self_attn(self.input_layernorm(hidden_states))\n"
-      "        hidden_states = residual + hidden_states\n"
-      "        residual = hidden_states\n"
-      "        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))\n"
-      "        hidden_states = residual + hidden_states\n"
-      "        return (hidden_states, None)\n"
-      "\n"
-      "\n"
-      "class Model(nn.Module):\n"
-      "    def __init__(self, d=64, n=2, vocab=100):\n"
-      "        super().__init__()\n"
-      "        self.embed_tokens = nn.Embedding(vocab, d)\n"
-      "        self.layers = nn.ModuleList([Layer(d) for _ in range(n)])\n"
-      "        self.norm = Norm(d)\n"
-      "\n"
-      "    def forward(self, input_ids):\n"
-      "        hidden_states = self.embed_tokens(input_ids)\n"
-      "        for decoder_layer in self.layers:\n"
-      "            layer_outputs = decoder_layer(hidden_states)\n"
-      "            hidden_states = layer_outputs[0]\n"
-      "        return self.norm(hidden_states)\n"
-      "\n";
-  EXPECT_TRUE(has_seam(*match_text(text)));
+  std::string text = indexed_layer_model("        return (hidden_states, None)\n");
+  EXPECT_TRUE(has_seam(*match_sources(model::SourceSet::from_texts({{"layers.py", text}}))));
 }
 
 }  // namespace
