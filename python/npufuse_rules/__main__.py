@@ -8,7 +8,8 @@ import sys
 
 import torch
 
-from . import build_inputs, clone_inputs, compare_outputs, discover_rule_files, in_replacement_layout, load_rule
+from . import (build_inputs, clone_inputs, compare_outputs, discover_rule_files, exact_outputs, in_replacement_layout,
+               load_rule)
 
 
 def _rows(loaded):
@@ -23,7 +24,9 @@ def _rows(loaded):
                 except (AttributeError, TypeError) as err:  # API missing from this torch
                     yield f"{rule['id']:38} {name:28} {dtype_name:9} skipped: {err}"
                     continue
-                for c in compare_outputs(reference, candidate, rule.get("tolerance")):
+                exact = exact_outputs(search, clone_inputs(inputs)) if dtype_name != "float32" else None
+                exact = in_replacement_layout(rule, exact) if exact is not None else None
+                for c in compare_outputs(reference, candidate, rule.get("tolerance"), exact):
                     yield (f"{rule['id']:38} {name:28} {dtype_name:9} {'ok ' if c.ok else 'BAD'} "
                            + c.describe())
     if loaded.naives:

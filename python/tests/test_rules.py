@@ -17,7 +17,7 @@ if _PYTHON_DIR not in sys.path:
 
 import torch  # noqa: E402
 
-from npufuse_rules import (build_inputs, clone_inputs, compare_outputs, in_replacement_layout,  # noqa: E402
+from npufuse_rules import (build_inputs, clone_inputs, compare_outputs, exact_outputs, in_replacement_layout,  # noqa: E402
                            discover_rule_files, load_rule, rules_root)
 
 CATALOG_DIR = os.path.join(os.path.dirname(_PYTHON_DIR), "catalog")
@@ -199,7 +199,9 @@ class RuleChecks:
                 with self.subTest(search=name, dtype=dtype_name):
                     ran += 1
                     reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
-                    result = compare_outputs(reference, candidate, self.rule.get("tolerance"))
+                    exact = exact_outputs(search, clone_inputs(inputs)) if dtype != torch.float32 else None
+                    exact = in_replacement_layout(self.rule, exact) if exact is not None else None
+                    result = compare_outputs(reference, candidate, self.rule.get("tolerance"), exact)
                     self.assertTrue(all(c.ok for c in result),
                                     f"{self.rule['id']}.{name} vs replace: {_describe(result)}")
         self.assertGreater(ran, 0, "no search alternative could run here")

@@ -1,0 +1,61 @@
+"""The comparison behind every numeric check: tolerances and the float32 allowance."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from npufuse_rules import compare_outputs, exact_outputs, upcast_inputs  # noqa: E402
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        g = torch.Generator().manual_seed(7)
+        self.exact = torch.randn(64, 64, generator=g) * 3
+
+    def test_a_candidate_within_tolerance_passes(self):
+        ref = self.exact.to(torch.bfloat16)
+        [c] = compare_outputs(ref, ref.clone())
+        self.assertTrue(c.ok)
+
+    def test_a_chain_rounding_worse_than_the_candidate_is_its_own_error(self):
+        # The bf16 chain is off by 0.1 everywhere; the candidate is the exact value rounded.
+        ref = (self.exact + 0.1).to(torch.bfloat16)
+        cand = self.exact.to(torch.bfloat16)
+        [without] = compare_outputs(ref, cand)
+        self.assertFalse(without.ok)
+        [with_exact] = compare_outputs(ref, cand, exact=self.exact)
+        self.assertTrue(with_exact.ok, with_exact.describe())
+        self.assertIn("float32 chain", with_exact.why)
+
+    def test_a_wrong_candidate_still_fails_with_the_exact_values(self):
+        ref = self.exact.to(torch.bfloat16)
+        cand = (self.exact * 1.1).to(torch.bfloat16)
+        [c] = compare_outputs(ref, cand, exact=self.exact)
+        self.assertFalse(c.ok)
+
+    def test_a_candidate_further_off_than_a_poor_chain_fails(self):
+        ref = (self.exact + 0.1).to(torch.bfloat16)
+        cand = (self.exact - 0.3).to(torch.bfloat16)
+        [c] = compare_outputs(ref, cand, exact=self.exact)
+        self.assertFalse(c.ok)
+
+    def test_float32_outputs_never_use_the_allowance(self):
+        ref = self.exact + 0.1
+        [c] = compare_outputs(ref, self.exact.clone(), exact=self.exact)
+        self.assertFalse(c.ok)
+
+    def test_exact_outputs_run_the_chain_on_upcast_inputs(self):
+        x = torch.randn(4, 8).to(torch.bfloat16)
+        ids = torch.arange(4)
+        up = upcast_inputs({"x": x, "ids": ids, "eps": 1e-6})
+        self.assertEqual(up["x"].dtype, torch.float32)
+        self.assertEqual(up["ids"].dtype, torch.int64)
+        out = exact_outputs(lambda x, ids, eps: x[ids] * 2, {"x": x, "ids": ids, "eps": 1e-6})
+        self.assertEqual(out.dtype, torch.float32)
+
+
+if __name__ == "__main__":
+    unittest.main()
