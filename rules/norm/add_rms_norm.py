@@ -51,7 +51,7 @@ RULE = {
         {"id": "first_layer_plain_norm",
          "en": "The first layer's input norm has no pending add: keep npu_rms_norm there (or pass a zero residual).",
          "zh": "第一层的输入norm之前没有待融合的加法：该处保留npu_rms_norm（或传入全零残差）。",
-         "mechanical": True},
+         "mechanical": True, "seam": "into_next_layer"},
     ],
     "checks": ["npu_add_rms_norm:*"],
     "facts": {},

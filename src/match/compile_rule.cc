@@ -85,6 +85,31 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: not_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
+    p.optional_input_rest.assign(p.graph.ops.size(), -1);
+    for (const std::string& param : p.options.optional_inputs) {
+      const model::DataflowOp* input = nullptr;
+      for (const model::DataflowOp& op : p.graph.ops)
+        if (op.cls == model::OpClass::Input && !op.attrs.empty() && op.attrs[0] == param) input = &op;
+      if (!input)
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: optional_inputs names \"{}\", which is no parameter of {}",
+                                           rule.path, param, p.alternative));
+      // The one step reading it must combine it with one other value.
+      int readers = 0;
+      for (const model::DataflowOp& op : p.graph.ops) {
+        if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Cast) continue;
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          if (through_casts(p.graph, op.inputs[i]) != input->outputs.front()) continue;
+          ++readers;
+          if (op.inputs.size() != 2)
+            throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: optional input \"{}\" of {} must be combined with one other value by a two-input step",
+                                               rule.path, param, p.alternative));
+          p.optional_input_rest[static_cast<size_t>(op.id)] = op.inputs[1 - i];
+        }
+      }
+      if (readers != 1)
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: optional input \"{}\" of {} must be read by exactly one step",
+                                           rule.path, param, p.alternative));
+    }
     for (const auto& [param, _] : p.options.only_from)
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",

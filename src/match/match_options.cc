@@ -131,6 +131,12 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
     } else if (key == "across_layers") {
       if (!value.is_boolean()) fail(rule, "\"across_layers\" must be True or False");
       o.across_layers = value.get<bool>();
+    } else if (key == "optional_inputs") {
+      if (!value.is_array()) fail(rule, "\"optional_inputs\" must be a list of parameter names");
+      for (const auto& e : value) {
+        if (!e.is_string()) fail(rule, "\"optional_inputs\" must be a list of parameter names");
+        o.optional_inputs.insert(e.get<std::string>());
+      }
     } else if (key == "near_miss_share") {
       if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 1)
         fail(rule, "\"near_miss_share\" must be a number above 0 and at most 1");
@@ -150,7 +156,7 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       }
     } else {
       fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
-                             "partial_returns, independent_returns, contains, opaque_calls, across_layers, near_miss_share, lookalikes, also_outputs)",
+                             "partial_returns, independent_returns, contains, opaque_calls, across_layers, optional_inputs, near_miss_share, lookalikes, also_outputs)",
                              key));
     }
   }

@@ -68,6 +68,11 @@ struct RuleMatchOptions {
   // unrolled (model::build_inlined_forward), its walks start inside the
   // copies of the loop body too; every other rule's start only around them.
   bool across_layers = false;
+  // Parameters the model may lack (a shared expert's output added to the
+  // routed sum): the pattern step that combines one of them with another
+  // value (`routed + shared`) may be missing, and the match then goes on
+  // with that other value, the parameter left unbound.
+  std::set<std::string> optional_inputs;
   // The share of the pattern's steps a failed walk must pair to be told as a
   // near-miss, in place of the matcher's default (MatchOptions). A rule whose
   // near-misses differ near the returned value (a sign flip in `x*cos -

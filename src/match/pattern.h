@@ -27,6 +27,10 @@ struct Pattern {
   std::vector<std::string> parameters;  // in order; the names `replace` takes too
   std::vector<int> anchors;             // value ids returned (several for a tuple return)
   RuleMatchOptions options;             // from RULE["match"]
+  // By op id: for the step that combines an optional input
+  // (RULE["match"]["optional_inputs"]) with another value, that other value,
+  // which the match goes on with where the model lacks the step; else -1.
+  std::vector<int> optional_input_rest;
   int steps = 0;                        // ops a match must cover (casts, inputs and constants not counted)
   // The share a near-miss is measured against: `steps`, or with
   // partial_returns the steps of the first returned value alone (q's RoPE

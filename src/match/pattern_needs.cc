@@ -64,6 +64,13 @@ PatternNeeds needs_of(const Pattern& pattern) {
     // A skipped optional step leaves only its first input on the path; a
     // branch merge may take any arm. Neither is required, nor what is below.
     if (pattern.options.optional.count(op.name) || op.name == "phi") continue;
+    // A step adding an optional input may be missing; the value it adds to
+    // is still on the path.
+    if (static_cast<size_t>(id) < pattern.optional_input_rest.size() && pattern.optional_input_rest[static_cast<size_t>(id)] >= 0) {
+      int v = through_casts(g, pattern.optional_input_rest[static_cast<size_t>(id)]);
+      if (is_pattern_step(g, v)) todo.push_back(g.producer_of(v).id);
+      continue;
+    }
     needs.required.push_back(static_cast<size_t>(slot[static_cast<size_t>(id)]));
     for (int in : op.inputs) {
       int v = through_casts(g, in);

@@ -121,6 +121,14 @@ class SubmoduleLookup {
   // Whether `ctor` builds a decoder layer (a block of the model), whose
   // loop a builder asked to may unroll.
   virtual bool builds_block(const ModuleCtor& ctor) const { return false; }
+  // A submodule built one of several ways under conditions the config does
+  // not decide (`self.ffn = MLP(...) if dense else MoE(...)`): each way with
+  // the condition it is built under. Empty when it is built one way only.
+  struct Alternative {
+    const ModuleCtor* ctor = nullptr;
+    std::string condition;
+  };
+  virtual std::vector<Alternative> alternatives(const ClassDecl& owner, std::string_view attribute) const { return {}; }
 };
 
 // A class's forward with own methods, module-level helpers and local
@@ -134,7 +142,9 @@ class SubmoduleLookup {
 // SubmoduleLookup::builds_block) inlines the layer's forward, and its body is walked twice: the second copy reads
 // what the first wrote, so a chain across two elements (one decoder layer's
 // residual add into the next one's input norm) is one dataflow. Each op
-// records its copy in DataflowOp::unrolled.
+// records its copy in DataflowOp::unrolled. A submodule built one of several
+// ways under conditions the config does not decide (SubmoduleLookup::
+// alternatives) is then inlined each way, merged by a phi.
 FunctionDataflow build_inlined_forward(const SourceSet& sources, const ClassDecl& cls, const SubmoduleLookup& lookup,
                                        int max_depth = 8, bool unroll_module_loops = false);
 

@@ -1062,6 +1062,28 @@ class Builder {
       return emit_value(op, OpClass::Compute, ins, labels, c);
     }
     std::string path = self_path_ + "." + attr + suffix;
+    // Built one of several ways (a dense MLP in the first layers, an MoE in
+    // the rest): in an unrolled layer loop, each way's forward under its
+    // condition, merged, so a chain from the MoE into the next layer is
+    // there. (The inventory analyses each way in a forward of its own.)
+    if (unroll_module_loops_ && ctor->local && suffix.empty()) {
+      std::vector<SubmoduleLookup::Alternative> ways = lookup_->alternatives(*cls_, attr);
+      std::vector<int> results;
+      for (const SubmoduleLookup::Alternative& way : ways) {
+        const ast::FunctionDef* fwd = find_method(sources_, *way.ctor->local, "forward", &owner);
+        if (!fwd || !can_inline(fwd)) {
+          results.clear();
+          break;
+        }
+        conditions_.push_back(way.condition);
+        const ModuleCtor* saved_instance = instance_;
+        instance_ = way.ctor;
+        results.push_back(inline_function(*fwd, *owner->file, ins, labels, path, way.ctor->local, c));
+        instance_ = saved_instance;
+        conditions_.pop_back();
+      }
+      if (results.size() > 1) return emit_value("phi", OpClass::Structure, results, {}, c);
+    }
     if (ctor->local) {
       const ast::FunctionDef* fwd = find_method(sources_, *ctor->local, "forward", &owner);
       if (!fwd || !can_inline(fwd)) return -1;

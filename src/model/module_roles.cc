@@ -291,6 +291,24 @@ const ModuleCtor* RoleTableSubmodules::find(const ClassDecl& owner, std::string_
   return first;
 }
 
+std::vector<SubmoduleLookup::Alternative> RoleTableSubmodules::alternatives(const ClassDecl& owner,
+                                                                            std::string_view attribute) const {
+  const ClassInstance* inst = roles_.standalone(owner.node->name);
+  if (!inst) return {};
+  std::vector<Alternative> out;
+  for (const Attribute& a : inst->attributes) {
+    if (a.name != attribute || a.kind != AttributeKind::Submodule || !a.module.local) continue;
+    if (a.active) {
+      if (*a.active) return {};  // the config picks this one: find() gives it
+      continue;
+    }
+    if (a.condition.empty()) return {};  // built unconditionally (perhaps replaced later): one way
+    out.push_back({&a.module, a.condition});
+  }
+  if (out.size() < 2) return {};
+  return out;
+}
+
 bool RoleTableSubmodules::is_parameter(const ClassDecl& owner, std::string_view attribute) const {
   const ClassInstance* inst = roles_.standalone(owner.node->name);
   if (!inst) return false;

@@ -63,6 +63,7 @@ class RoleTableSubmodules : public SubmoduleLookup {
   const nlohmann::json* config_field(std::string_view key) const override;
   bool is_parameter(const ClassDecl& owner, std::string_view attribute) const override;
   bool builds_block(const ModuleCtor& ctor) const override;
+  std::vector<Alternative> alternatives(const ClassDecl& owner, std::string_view attribute) const override;
 
  private:
   const RoleTable& roles_;

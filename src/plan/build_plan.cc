@@ -8,6 +8,7 @@
 #include "model/inventory.h"
 #include "model/module_roles.h"
 #include "plan/alternatives.h"
+#include "plan/longer_chains.h"
 #include "plan/analyze.h"
 #include "plan/candidate_builder.h"
 #include "plan/deployment.h"
@@ -116,6 +117,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   model::FunctionIndex functions(*in.sources);
   attach_near_misses(matches.near_misses, plan.candidates, plan.notes, &functions);
   group_alternatives(plan.candidates);
+  link_longer_chains(plan.candidates);
   if (blocks) {
     UncoveredSteps uncovered = find_uncovered_steps(*blocks, plan.candidates, matches.graphs, matches.near_misses,
                                                     deployed.facts, deployed.stage, &functions);

@@ -276,6 +276,27 @@ std::optional<PrerequisiteItem> id_slice_prerequisite(const rules::Rule& rule, c
   return std::nullopt;
 }
 
+// Where a chain lies relative to an unrolled layer loop: "within_layer",
+// "into_next_layer" (its first returned value, the norm, is computed in the
+// loop's second copy from the first) or "into_final_norm" (after the loop).
+std::string seam_of(const match::Match& m) {
+  const model::FunctionDataflow& g = *m.target;
+  bool unrolled = false;
+  for (int id : m.ops) unrolled |= g.ops[static_cast<size_t>(id)].unrolled != 0;
+  if (!unrolled) return "within_layer";
+  for (int anchor : m.anchors) {
+    if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
+    const int producer = g.values[static_cast<size_t>(anchor)].producer;
+    return producer >= 0 && g.ops[static_cast<size_t>(producer)].unrolled == 2 ? "into_next_layer" : "into_final_norm";
+  }
+  return "into_final_norm";
+}
+
+bool needed_at(const rules::Prerequisite& p, const std::string& seam) {
+  if (p.seam.empty() || p.seam == seam) return true;
+  return p.seam == "across_layers" && seam != "within_layer";
+}
+
 void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c) {
   for (const CheckResult& r : c.checks) {
     if (r.answer == check::Answer::Violated && r.severity == "error") add_unique(c.blocking, blocking_text(r));
@@ -291,8 +312,9 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
     if (instead) text += " Use instead: " + first_paragraph(*instead);
     c.blocking.insert(c.blocking.begin(), text);
   }
+  const std::string seam = site.match.target ? seam_of(site.match) : "within_layer";
   for (const rules::Prerequisite& p : rule.prerequisites)
-    c.prerequisites.push_back(PrerequisiteItem{p.id, p.en, p.zh, p.mechanical, c.location});
+    if (needed_at(p, seam)) c.prerequisites.push_back(PrerequisiteItem{p.id, p.en, p.zh, p.mechanical, c.location});
   if (std::optional<PrerequisiteItem> slice = id_slice_prerequisite(rule, site, c.location)) c.prerequisites.push_back(*slice);
   // A value the chain computes that something else also reads: the fused
   // operator will not produce it, so that use must change first.

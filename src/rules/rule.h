@@ -20,6 +20,12 @@ struct Prerequisite {
   std::string en;
   std::string zh;
   bool mechanical = false;  // `npufuse apply` performs it
+  // Empty: every match needs it. Else the kind of match that needs it, for
+  // a rule whose chain may join two decoder layers (RULE["match"]
+  // ["across_layers"]): "within_layer" (the chain lies in one layer),
+  // "across_layers" (it does not), "into_next_layer" (its last step is the
+  // next layer's input norm) or "into_final_norm" (the norm after the loop).
+  std::string seam;
 };
 
 struct NearMiss {

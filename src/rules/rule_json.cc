@@ -42,7 +42,11 @@ ordered_json list_json(const std::vector<const Rule*>& rules, const std::string&
 ordered_json show_json(const Rule& rule, const std::string& source) {
   ordered_json prerequisites = ordered_json::array();
   for (const auto& p : rule.prerequisites)
-    prerequisites.push_back({{"id", p.id}, {"en", p.en}, {"zh", p.zh}, {"mechanical", p.mechanical}});
+  {
+    ordered_json one = {{"id", p.id}, {"en", p.en}, {"zh", p.zh}, {"mechanical", p.mechanical}};
+    if (!p.seam.empty()) one["seam"] = p.seam;
+    prerequisites.push_back(std::move(one));
+  }
   ordered_json rejects = ordered_json::array();
   for (const auto& r : rule.rejects) rejects.push_back({{"api", r.api}, {"en", r.en}, {"zh", r.zh}, {"needs", r.needs}});
   ordered_json near_misses = ordered_json::array();

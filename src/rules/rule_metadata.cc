@@ -140,13 +140,20 @@ using KeyReader = std::function<void(MetadataReader&, const Field&, Rule&)>;
 void read_prerequisites(MetadataReader& r, const Field& f, Rule& rule) {
   if (!r.is_list(f, "prerequisites")) return;
   for (const Field& e : r.elements(f)) {
-    auto rec = r.record(e, "prerequisite", {"id", "en", "zh"}, {"mechanical"});
+    auto rec = r.record(e, "prerequisite", {"id", "en", "zh"}, {"mechanical", "seam"});
     if (rec.empty()) continue;
     Prerequisite p{r.str_of(rec, "id", "prerequisite"), r.str_of(rec, "en", "prerequisite"),
                    r.str_of(rec, "zh", "prerequisite")};
     if (auto it = rec.find("mechanical"); it != rec.end())
       if (r.is_type(it->second, ordered_json::value_t::boolean, "a bool", "prerequisite 'mechanical'"))
         p.mechanical = it->second.value.get<bool>();
+    if (rec.count("seam")) {
+      p.seam = r.str_of(rec, "seam", "prerequisite");
+      static const std::set<std::string> kinds = {"within_layer", "across_layers", "into_next_layer", "into_final_norm"};
+      if (!kinds.count(p.seam))
+        r.error(rec.at("seam").node, fmt::format("prerequisite 'seam' must be within_layer, across_layers, into_next_layer or "
+                                               "into_final_norm, not \"{}\"", p.seam));
+    }
     rule.prerequisites.push_back(std::move(p));
   }
 }

@@ -89,7 +89,9 @@ inline std::unique_ptr<Graphs> load_graphs(const std::string& path, const std::v
   model::RoleTableSubmodules lookup(roles);
   if (classes.empty()) {
     for (const model::ClassDecl& cls : r->sources.classes()) {
-      model::FunctionDataflow g = model::build_inlined_forward(r->sources, cls, lookup);
+      // A forward looping over decoder layers is built unrolled, as
+      // analyze does, so a chain across two layers is one dataflow.
+      model::FunctionDataflow g = model::build_inlined_forward(r->sources, cls, lookup, 8, true);
       if (!g.ops.empty()) r->graphs.push_back(std::move(g));
       // Cache writes live in methods other than forward (`update`, `append`, `__call__`).
       for (const frontend::ast::stmt* s : cls.node->body)

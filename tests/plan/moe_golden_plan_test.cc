@@ -28,11 +28,13 @@ const Deployment kSetups[] = {
     {"deepseek_v3_like", "ep16_a2_decode", "--deploy tests/plan/data/deepseek_ep16_a2_decode.toml"},
     {"deepseek_v3_like", "ep8_a2_decode", "--deploy tests/plan/data/deepseek_ep8_a2_decode.toml"},
     {"deepseek_v3_like", "ep16_a3_prefill", "--deploy tests/plan/data/deepseek_ep16_a3_prefill.toml"},
+    {"deepseek_v3_like", "ep16_a3_decode", "--ep 16 --chip A3 --stage decode"},
     {"deepseek_v32_like", "tp8_a3_decode", "--tp 8 --chip A3 --stage decode"},
     {"deepseek_v32_like", "ep16_a3_decode", "--tp 8 --ep 16 --chip A3 --stage decode"},
     {"qwen3_moe_like", "tp4_a2_prefill", "--tp 4 --chip A2 --stage prefill"},
     {"qwen3_moe_like", "ep4_a2_decode", "--tp 4 --ep 4 --chip A2 --stage decode"},
     {"qwen3_moe_like", "ep8_a3_prefill", "--tp 8 --ep 8 --chip A3 --stage prefill"},
+    {"qwen3_moe_like", "ep8_a3_decode", "--ep 8 --chip A3 --stage decode"},
     {"gpt_oss_like", "tp2_a3_decode", "--tp 2 --chip A3 --stage decode"},
     {"gpt_oss_like", "ep4_a3_prefill", "--tp 4 --ep 4 --chip A3 --stage prefill"},
 };
@@ -105,6 +107,59 @@ TEST(MoeNegativePlan, ClampedSwigluNeverGetsNpuSwiglu) {
     if (std::string(s.model) != "gpt_oss_like") continue;
     EXPECT_FALSE(proposes(plan_json(s), "npu_swiglu")) << s.name;
   }
+}
+
+}  // namespace
+
+namespace {
+
+const nlohmann::json* candidate_of(const nlohmann::json& plan, const std::string& rule) {
+  for (const auto& c : plan["candidates"])
+    if (c.value("rule", "") == rule) return &c;
+  return nullptr;
+}
+
+bool evidence_mentions(const nlohmann::json& c, const std::string& text) {
+  for (const auto& e : c.value("evidence", nlohmann::json::array()))
+    if (e.get<std::string>().find(text) != std::string::npos) return true;
+  return false;
+}
+
+// EP decode on A3: the expert loop, its shared expert and the next layer's
+// residual add + RMSNorm are one npu_moe_distribute_combine_add_rms_norm
+// chain, and it says which shorter chains it takes in.
+TEST(MoeCombineAddRmsNorm, OfferedOnA3ForTheMoeIntoNextLayerSeam) {
+  nlohmann::json plan = nlohmann::json::parse(plan_json({"deepseek_v3_like", "ep16_a3_decode_seam", "--ep 16 --chip A3 --stage decode"}));
+  const nlohmann::json* c = candidate_of(plan, "moe.experts_distribute_add_rms_norm");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["status"], "candidate_with_prerequisites");
+  EXPECT_TRUE(evidence_mentions(*c, "shared = shared")) << c->dump(1);
+  EXPECT_TRUE(evidence_mentions(*c, "weight = self.layers[].attn_norm.weight")) << c->dump(1);
+  EXPECT_TRUE(evidence_mentions(*c, "takes in the chains of")) << c->dump(1);
+  const nlohmann::json* shorter = candidate_of(plan, "moe.experts_distribute");
+  ASSERT_NE(shorter, nullptr);
+  EXPECT_TRUE(evidence_mentions(*shorter, "also part of the longer chain of moe.experts_distribute_add_rms_norm")) << shorter->dump(1);
+}
+
+// On A2 the fused combine does not exist: the candidate is refused citing
+// the product rule, and the shorter chains stay on their own.
+TEST(MoeCombineAddRmsNorm, RefusedOnA2WithTheProductConstraint) {
+  nlohmann::json plan = nlohmann::json::parse(plan_json({"deepseek_v3_like", "ep16_a2_decode_seam", "--ep 16 --chip A2 --stage decode"}));
+  const nlohmann::json* c = candidate_of(plan, "moe.experts_distribute_add_rms_norm");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["status"], "not_applicable");
+  bool cites = false;
+  for (const auto& b : (*c)["blocking"]) cites |= b.get<std::string>().find("a3_only") != std::string::npos;
+  EXPECT_TRUE(cites) << c->dump(1);
+  const nlohmann::json* shorter = candidate_of(plan, "moe.experts_distribute");
+  ASSERT_NE(shorter, nullptr);
+  EXPECT_TRUE(evidence_mentions(*shorter, "so this chain stays on its own")) << shorter->dump(1);
+}
+
+// Without expert parallelism the MC2 chain is not considered at all.
+TEST(MoeCombineAddRmsNorm, NotOfferedWithoutExpertParallelism) {
+  std::string plan = plan_json({"deepseek_v3_like", "tp8_a3_decode_seam", "--tp 8 --chip A3 --stage decode"});
+  EXPECT_FALSE(proposes(plan, "npu_moe_distribute_combine_add_rms_norm"));
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ def expected(loaded):
         "safety": rule["safety"],
         "apis": rule["apis"],
         "stages": rule["stages"],
-        "prerequisites": [{"id": p["id"], "en": p["en"], "zh": p["zh"], "mechanical": p.get("mechanical", False)}
+        "prerequisites": [dict({"id": p["id"], "en": p["en"], "zh": p["zh"], "mechanical": p.get("mechanical", False)},
+                               **({"seam": p["seam"]} if "seam" in p else {}))
                           for p in rule["prerequisites"]],
         "checks": rule["checks"],
         "facts": rule["facts"],
