@@ -329,6 +329,30 @@ TEST(Matcher, OnlyAcrossLayerRulesStartInsideAnUnrolledCopy) {
   EXPECT_THROW(compile_rule(wrong->rule), rules::RuleError);
 }
 
+// RULE["match"]["optional_inputs"]: the step adding an optional input (a
+// shared expert's output) may be missing; present, it is matched as written.
+TEST(Matcher, AnOptionalInputsStepMayBeMissing) {
+  const char* text = "def search(x, y, extra):\n    return torch.sigmoid(x) * (y + extra)\n";
+  auto strict = text_rule("t.gate", text);
+  auto loose = text_rule("t.gate", text, {{"optional_inputs", {"extra"}}});
+  auto without = function_graph("def f(a, b):\n    return torch.sigmoid(a) * b\n");
+  EXPECT_TRUE(match_patterns(compile_rule(strict->rule), without->graph).matches.empty());
+  MatchResult r = match_patterns(compile_rule(loose->rule), without->graph);
+  ASSERT_EQ(r.matches.size(), 1u);
+  EXPECT_LT(r.matches[0].confidence, 1.0);
+  auto with = function_graph("def f(a, b, c):\n    return torch.sigmoid(a) * (b + c)\n");
+  MatchResult both = match_patterns(compile_rule(loose->rule), with->graph);
+  ASSERT_EQ(both.matches.size(), 1u);
+  EXPECT_EQ(both.matches[0].confidence, 1.0);
+  bool bound = false;
+  for (const Binding& b : both.matches[0].bindings) bound |= b.parameter == "extra" && b.text == "c";
+  EXPECT_TRUE(bound);
+  // A name that is no parameter, or one read by more than one step, is an error.
+  EXPECT_THROW(compile_rule(text_rule("t.gate", text, {{"optional_inputs", {"nothing"}}})->rule), rules::RuleError);
+  auto twice = text_rule("t.gate", "def search(x, extra):\n    return (x + extra) * extra\n", {{"optional_inputs", {"extra"}}});
+  EXPECT_THROW(compile_rule(twice->rule), rules::RuleError);
+}
+
 TEST(Matcher, UnknownMatchKeyIsAnErrorNamingTheRuleFile) {
   auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"optionals", {"add"}}});
   try {

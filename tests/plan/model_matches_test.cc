@@ -189,5 +189,23 @@ TEST(ModelMatches, ASeamIsFoundThroughALayerOutputIndexedByTheLoop) {
   EXPECT_TRUE(has_seam(*match_sources(model::SourceSet::from_texts({{"layers.py", text}}))));
 }
 
+// deepseek_v3_like builds its FFN as `MLP(...) if dense else MoE(...)`: in
+// the unrolled loop both ways are inlined, so the MoE's expert loop, its
+// shared expert and the next layer's add + norm are one chain.
+TEST(ModelMatches, AConditionalSubmoduleIsInlinedEachWayInTheUnrolledLoop) {
+  auto m = match_test_model("deepseek_v3_like");
+  int fused_combine = 0;
+  for (const MatchSite& s : m->matches.matches) {
+    if (s.match.pattern->rule->id != "moe.experts_distribute_add_rms_norm") continue;
+    EXPECT_EQ(s.function, "Transformer.forward");
+    ++fused_combine;
+    bool shared = std::any_of(s.match.bindings.begin(), s.match.bindings.end(),
+                              [](const match::Binding& b) { return b.parameter == "shared" && b.value >= 0; });
+    EXPECT_TRUE(shared);
+  }
+  // Into the next layer's attn_norm, and the last layer's into the final norm.
+  EXPECT_EQ(fused_combine, 2);
+}
+
 }  // namespace
 }  // namespace npufuse::plan

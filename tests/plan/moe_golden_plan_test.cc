@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -160,6 +161,26 @@ TEST(MoeCombineAddRmsNorm, RefusedOnA2WithTheProductConstraint) {
 TEST(MoeCombineAddRmsNorm, NotOfferedWithoutExpertParallelism) {
   std::string plan = plan_json({"deepseek_v3_like", "tp8_a3_decode_seam", "--tp 8 --chip A3 --stage decode"});
   EXPECT_FALSE(proposes(plan, "npu_moe_distribute_combine_add_rms_norm"));
+}
+
+// norm.add_rms_norm's first_layer_plain_norm (RULE prerequisite with
+// "seam": "into_next_layer") is listed only for the chain into the next
+// layer's input norm: not for the add+norm inside a layer, nor for the last
+// layer's add into the final norm.
+TEST(SeamPrerequisites, FirstLayerPlainNormOnlyIntoTheNextLayer) {
+  nlohmann::json plan = nlohmann::json::parse(plan_json({"deepseek_v3_like", "ep16_a3_decode_prereq", "--ep 16 --chip A3 --stage decode"}));
+  std::map<std::string, bool> first_layer;
+  for (const auto& c : plan["candidates"]) {
+    if (c.value("rule", "") != "norm.add_rms_norm") continue;
+    bool has = false;
+    for (const auto& p : c["prerequisites"]) has |= p["id"] == "first_layer_plain_norm";
+    first_layer[c["id"].get<std::string>()] = has;
+  }
+  const std::string at = "norm.add_rms_norm@tests/models/deepseek_v3_like/model.py:";
+  ASSERT_EQ(first_layer.size(), 3u);
+  EXPECT_FALSE(first_layer.at(at + "394"));  // attention residual into ffn_norm, one layer
+  EXPECT_TRUE(first_layer.at(at + "395"));   // the MoE residual into the next Block's attn_norm
+  EXPECT_FALSE(first_layer.at(at + "416"));  // the last Block into the final norm
 }
 
 }  // namespace
