@@ -131,10 +131,16 @@ def upcast_inputs(inputs):
             for k, v in inputs.items()}
 
 
-def exact_outputs(search, inputs):
-    """The chain run on upcast inputs, or None where it cannot run in float32."""
+def exact_outputs(rule, search, inputs):
+    """The chain run on upcast inputs, in the replacement's layout (in_replacement_layout).
+
+    None where no input is bfloat16/float16 (compare_outputs has no use for it
+    then) or where the chain cannot run in float32.
+    """
+    if not any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in inputs.values()):
+        return None
     try:
-        return search(**upcast_inputs(inputs))
+        return in_replacement_layout(rule, search(**upcast_inputs(inputs)))
     except Exception:  # a chain that insists on its dtype: compare with the tolerance alone
         return None
 

@@ -53,8 +53,10 @@ class CompareTest(unittest.TestCase):
         up = upcast_inputs({"x": x, "ids": ids, "eps": 1e-6})
         self.assertEqual(up["x"].dtype, torch.float32)
         self.assertEqual(up["ids"].dtype, torch.int64)
-        out = exact_outputs(lambda x, ids, eps: x[ids] * 2, {"x": x, "ids": ids, "eps": 1e-6})
+        out = exact_outputs({}, lambda x, ids, eps: x[ids] * 2, {"x": x, "ids": ids, "eps": 1e-6})
         self.assertEqual(out.dtype, torch.float32)
+        # float32 inputs: the chain already is its exact evaluation.
+        self.assertIsNone(exact_outputs({}, lambda x, ids, eps: x[ids], {"x": x.float(), "ids": ids, "eps": 1e-6}))
 
 
 if __name__ == "__main__":

@@ -428,7 +428,7 @@ class Walk {
       }
       // A step adding an optional input the model lacks: the merge itself
       // (a loop's result) is the other value's.
-      if (int rest = optional_input_rest(P); rest >= 0) {
+      if (int rest = optional_input_rest(p_, P.id); rest >= 0) {
         ++s_.skipped;
         if (value(rest, tv)) return true;
         --s_.skipped;
@@ -463,7 +463,7 @@ class Walk {
     }
     // A step combining an optional input (`routed + shared`) the model may
     // not have: the match goes on with the other value.
-    if (int rest = optional_input_rest(P); rest >= 0) {
+    if (int rest = optional_input_rest(p_, P.id); rest >= 0) {
       Checkpoint saved = mark();
       if (pair(P, T, tv, out_index, passed)) return true;
       rollback(saved);
@@ -471,12 +471,6 @@ class Walk {
       return value(rest, tv);
     }
     return pair(P, T, tv, out_index, passed);
-  }
-
-  // The value a step adding an optional input goes on with when skipped; -1
-  // for every other step.
-  int optional_input_rest(const DataflowOp& P) const {
-    return static_cast<size_t>(P.id) < p_.optional_input_rest.size() ? p_.optional_input_rest[static_cast<size_t>(P.id)] : -1;
   }
 
   bool is_constant(const FunctionDataflow& g, int v, double number) {

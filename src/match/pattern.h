@@ -53,6 +53,12 @@ struct Pattern {
   std::shared_ptr<const NameVocabulary> vocabulary;
 };
 
+// For the step `op_id` of `p` that combines an optional input with another
+// value, that other value; -1 for every other step.
+inline int optional_input_rest(const Pattern& p, int op_id) {
+  return static_cast<size_t>(op_id) < p.optional_input_rest.size() ? p.optional_input_rest[static_cast<size_t>(op_id)] : -1;
+}
+
 // One pattern per `search*` function of the rule, in file order, then one
 // per `lookalike*` function (lookalike_reason set). Throws
 // rules::RuleError when RULE["match"] is malformed or names a parameter or a

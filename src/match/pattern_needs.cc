@@ -66,8 +66,8 @@ PatternNeeds needs_of(const Pattern& pattern) {
     if (pattern.options.optional.count(op.name) || op.name == "phi") continue;
     // A step adding an optional input may be missing; the value it adds to
     // is still on the path.
-    if (static_cast<size_t>(id) < pattern.optional_input_rest.size() && pattern.optional_input_rest[static_cast<size_t>(id)] >= 0) {
-      int v = through_casts(g, pattern.optional_input_rest[static_cast<size_t>(id)]);
+    if (int rest = optional_input_rest(pattern, id); rest >= 0) {
+      int v = through_casts(g, rest);
       if (is_pattern_step(g, v)) todo.push_back(g.producer_of(v).id);
       continue;
     }

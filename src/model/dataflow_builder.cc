@@ -1070,29 +1070,18 @@ class Builder {
       std::vector<SubmoduleLookup::Alternative> ways = lookup_->alternatives(*cls_, attr);
       std::vector<int> results;
       for (const SubmoduleLookup::Alternative& way : ways) {
-        const ast::FunctionDef* fwd = find_method(sources_, *way.ctor->local, "forward", &owner);
-        if (!fwd || !can_inline(fwd)) {
+        conditions_.push_back(way.condition);
+        int v = local_forward(*way.ctor, ins, labels, path, c);
+        conditions_.pop_back();
+        if (v < 0) {
           results.clear();
           break;
         }
-        conditions_.push_back(way.condition);
-        const ModuleCtor* saved_instance = instance_;
-        instance_ = way.ctor;
-        results.push_back(inline_function(*fwd, *owner->file, ins, labels, path, way.ctor->local, c));
-        instance_ = saved_instance;
-        conditions_.pop_back();
+        results.push_back(v);
       }
       if (results.size() > 1) return emit_value("phi", OpClass::Structure, results, {}, c);
     }
-    if (ctor->local) {
-      const ast::FunctionDef* fwd = find_method(sources_, *ctor->local, "forward", &owner);
-      if (!fwd || !can_inline(fwd)) return -1;
-      const ModuleCtor* saved_instance = instance_;
-      instance_ = ctor;
-      int v = inline_function(*fwd, *owner->file, ins, labels, path, ctor->local, c);
-      instance_ = saved_instance;
-      return v;
-    }
+    if (ctor->local) return local_forward(*ctor, ins, labels, path, c);
     // A known layer: its computation under its canonical name, reading its weight.
     static const std::map<std::string, std::string> layers = {
         {"Linear", "linear"},       {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"}, {"RMSNorm", "rms_norm"},
@@ -1113,6 +1102,20 @@ class Builder {
       arg_labels.push_back("bias=");
     }
     return emit_value(it->second, OpClass::Compute, args, arg_labels, c);
+  }
+
+  // The forward of a local module class built by `ctor`, inlined with its
+  // attributes read under `path`; -1 when it cannot be inlined.
+  int local_forward(const ModuleCtor& ctor, const std::vector<int>& ins, const std::vector<std::string>& labels,
+                    const std::string& path, const ast::Call* c) {
+    const ClassDecl* owner = nullptr;
+    const ast::FunctionDef* fwd = find_method(sources_, *ctor.local, "forward", &owner);
+    if (!fwd || !can_inline(fwd)) return -1;
+    const ModuleCtor* saved_instance = instance_;
+    instance_ = &ctor;
+    int v = inline_function(*fwd, *owner->file, ins, labels, path, ctor.local, c);
+    instance_ = saved_instance;
+    return v;
   }
 
   // Whether an nn.Linear built by `ctor` adds a bias: torch's default (no

@@ -107,6 +107,35 @@ std::string verification_cut(const MatchSite& site, const Location& where) {
                      where.file, inputs.empty() ? "none" : inputs, outputs.empty() ? "none" : outputs);
 }
 
+// A match's computing ops (not inputs, constants or ops without a line)
+// listed per copy of an unrolled layer loop: [0] around the loop (or no
+// loop), [1] and [2] the two copies.
+struct OpsByCopy {
+  std::string ops[3];
+};
+
+OpsByCopy ops_by_copy(const match::Match& m) {
+  OpsByCopy out;
+  for (int id : m.ops) {
+    const model::DataflowOp& op = m.target->ops[static_cast<size_t>(id)];
+    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant || op.line <= 0) continue;
+    std::string& list = out.ops[std::clamp(op.unrolled, 0, 2)];
+    list += (list.empty() ? "" : ", ") + fmt::format("{}@{}", op.name, op.line);
+  }
+  return out;
+}
+
+// Where a chain lies relative to an unrolled layer loop (the names
+// RULE prerequisites use in `seam`): "into_next_layer" (ops in both copies:
+// one layer's add into the next layer's norm), "into_final_norm" (ops in a
+// copy and around the loop: the last layer into the norm after it) or
+// "within_layer".
+std::string seam_of(const OpsByCopy& by) {
+  if (!by.ops[1].empty() && !by.ops[2].empty()) return "into_next_layer";
+  if ((!by.ops[1].empty() || !by.ops[2].empty()) && !by.ops[0].empty()) return "into_final_norm";
+  return "within_layer";
+}
+
 std::vector<std::string> match_evidence(const MatchSite& site) {
   const match::Match& m = site.match;
   std::vector<std::string> out;
@@ -120,19 +149,14 @@ std::vector<std::string> match_evidence(const MatchSite& site) {
                             m.pattern->alternative, ops));
   // A match in a forward whose layer loop was unrolled (model_matches.h):
   // which ops are whose.
-  std::string by_copy[3];
-  for (int id : m.ops) {
-    const model::DataflowOp& op = m.target->ops[static_cast<size_t>(id)];
-    if (op.cls == model::OpClass::Input || op.cls == model::OpClass::Constant || op.line <= 0) continue;
-    std::string& list = by_copy[std::clamp(op.unrolled, 0, 2)];
-    list += (list.empty() ? "" : ", ") + fmt::format("{}@{}", op.name, op.line);
-  }
-  if (!by_copy[1].empty() && !by_copy[2].empty())
+  const OpsByCopy by = ops_by_copy(m);
+  const std::string seam = seam_of(by);
+  if (seam == "into_next_layer")
     out.push_back(fmt::format("across two layers of the unrolled layer loop: {} in one layer, {} in the next",
-                              by_copy[1], by_copy[2]));
-  else if ((!by_copy[1].empty() || !by_copy[2].empty()) && !by_copy[0].empty())
+                              by.ops[1], by.ops[2]));
+  else if (seam == "into_final_norm")
     out.push_back(fmt::format("across the layer loop: {} in a layer, {} around the loop",
-                              by_copy[1].empty() ? by_copy[2] : by_copy[1], by_copy[0]));
+                              by.ops[1].empty() ? by.ops[2] : by.ops[1], by.ops[0]));
   for (const match::Binding& b : m.bindings)
     if (!b.text.empty()) out.push_back(fmt::format("{} = {}", b.parameter, b.text));
   for (const std::string& h : m.hints) out.push_back("agrees: " + h);
@@ -276,22 +300,6 @@ std::optional<PrerequisiteItem> id_slice_prerequisite(const rules::Rule& rule, c
   return std::nullopt;
 }
 
-// Where a chain lies relative to an unrolled layer loop: "within_layer",
-// "into_next_layer" (its first returned value, the norm, is computed in the
-// loop's second copy from the first) or "into_final_norm" (after the loop).
-std::string seam_of(const match::Match& m) {
-  const model::FunctionDataflow& g = *m.target;
-  bool unrolled = false;
-  for (int id : m.ops) unrolled |= g.ops[static_cast<size_t>(id)].unrolled != 0;
-  if (!unrolled) return "within_layer";
-  for (int anchor : m.anchors) {
-    if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
-    const int producer = g.values[static_cast<size_t>(anchor)].producer;
-    return producer >= 0 && g.ops[static_cast<size_t>(producer)].unrolled == 2 ? "into_next_layer" : "into_final_norm";
-  }
-  return "into_final_norm";
-}
-
 bool needed_at(const rules::Prerequisite& p, const std::string& seam) {
   if (p.seam.empty() || p.seam == seam) return true;
   return p.seam == "across_layers" && seam != "within_layer";
@@ -312,7 +320,7 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
     if (instead) text += " Use instead: " + first_paragraph(*instead);
     c.blocking.insert(c.blocking.begin(), text);
   }
-  const std::string seam = site.match.target ? seam_of(site.match) : "within_layer";
+  const std::string seam = site.match.target ? seam_of(ops_by_copy(site.match)) : "within_layer";
   for (const rules::Prerequisite& p : rule.prerequisites)
     if (needed_at(p, seam)) c.prerequisites.push_back(PrerequisiteItem{p.id, p.en, p.zh, p.mechanical, c.location});
   if (std::optional<PrerequisiteItem> slice = id_slice_prerequisite(rule, site, c.location)) c.prerequisites.push_back(*slice);
