@@ -224,9 +224,8 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);
   if (!rule.replace || !rule.file) return Refused{fmt::format("rule {} has no replace function", rule.id), here};
   if (c.apply_across_layers)
-    return Refused{"the chain joins a decoder layer's residual add to the norm after the layer (the next layer's input "
-                   "norm, or the final norm): the layer must first take the pending residual and return the new one "
-                   "(prerequisite thread_residual), which is done by hand",
+    return Refused{"the chain runs across the layer loop, and apply threads the residual through the layers "
+                   "(prerequisite thread_residual) only for an add+RMSNorm chain: this one is done by hand",
                    here};
   if (c.apply_outputs.empty() || c.apply_outputs.front().file.empty())
     return Refused{"the chain's results were not located in the source", here};

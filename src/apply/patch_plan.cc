@@ -11,6 +11,8 @@
 #include "apply/merge_gate_up.h"
 #include "apply/plan_file.h"
 #include "apply/prerequisite_steps.h"
+#include "apply/source_functions.h"
+#include "apply/thread_residual.h"
 #include "apply/torch_npu_import.h"
 #include "catalog/catalog.h"
 #include "model/model_config.h"
@@ -135,6 +137,7 @@ PatchSet make_patches(const PatchRequest& request) {
   PatchSet out;
   std::vector<Edit> chain_edits;
   std::vector<Edit> helpers;  // code a rewrite needs elsewhere (the merge hook factory, registered buffers), once
+  std::vector<const plan::Candidate*> seams;  // add+norm chains across the layer loop, done together at the end
   auto clashing = [&](const Edit& edit) {
     return std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, edit); });
   };
@@ -172,6 +175,10 @@ PatchSet make_patches(const PatchRequest& request) {
       out.applied.push_back(c->id);
       return true;
     }
+    if (threads_residual(*c)) {
+      seams.push_back(c);
+      return true;
+    }
     const rules::Rule* rule = again.rules.find(c->rule);
     if (!rule) {
       out.manual.push_back(ManualStep{c->id, where_of(c->location), "rule " + c->rule + " is not loaded"});
@@ -202,6 +209,29 @@ PatchSet make_patches(const PatchRequest& request) {
     // its alternatives, in the plan's order.
     for (size_t i = 0; i < group.size() && !attempt(group[i]); ++i)
       if (i + 1 < group.size()) out.skipped.push_back(fmt::format("{}: trying its alternative {}", group[i]->id, group[i + 1]->id));
+  }
+  // One refactor per layer class serves every chosen chain across its loop:
+  // they need the same new parameter and return, so they are done last,
+  // together, against the edits already made.
+  for (const ThreadedResidual& threaded : thread_residual(seams, again.sources)) {
+    auto clash = std::find_if(threaded.edits.begin(), threaded.edits.end(),
+                              [&](const Edit& e) { return clashing(e) != chain_edits.end(); });
+    std::string why = threaded.refusal;
+    std::string where = threaded.where;
+    if (why.empty() && clash != threaded.edits.end()) {
+      why = fmt::format("its edits overlap {}'s", clashing(*clash)->candidate);
+      const model::ModelFile* f = file_named(again.sources, clash->file);
+      where = fmt::format("{}:{}", clash->file, f ? f->parsed->source.line_col(clash->begin).line : 0);
+    }
+    for (const std::string& id : threaded.candidates) {
+      if (why.empty()) {
+        out.applied.push_back(id);
+        continue;
+      }
+      out.manual.push_back(ManualStep{id, where, "prerequisite thread_residual not done: " + why});
+      out.skipped.push_back(id + ": prerequisites first (see the manual steps)");
+    }
+    if (why.empty()) chain_edits.insert(chain_edits.end(), threaded.edits.begin(), threaded.edits.end());
   }
 
   for (const auto& file : again.sources.files()) {

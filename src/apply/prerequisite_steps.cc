@@ -7,10 +7,14 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
   // add_rms_norm's: when the add and the norm are rewritten together in one
   // function, the operator's third output is assigned to the name the sum
   // was bound to, which is what the later residual add reads; that run
-  // always has its add, so no first-layer special case arises. A sum made
-  // in another function than the norm is refused by the rewrite.
+  // always has its add, so no first-layer special case arises. A chain
+  // across the layer loop is done by apply/thread_residual, whose layer
+  // takes the pending residual (None for the first layer, which keeps its
+  // plain norm).
   if (p.id == "thread_residual" || p.id == "first_layer_plain_norm")
-    return {PrerequisiteWay::ByTheRewrite, "the residual sum is assigned the operator's third output"};
+    return {PrerequisiteWay::ByTheRewrite,
+            "the residual sum is assigned the operator's third output; across the layer loop, the layers pass the pending "
+            "residual on"};
   if (p.id == "causal_mask_2048") return {PrerequisiteWay::ModuleBuffer, ""};
   // rope_interleave_complex's replacement turns freqs_cis into the real
   // tables itself, on every call: the numbers are the operator's either way,

@@ -36,7 +36,10 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
   c.apply_function = site.function;
   for (int id : m.ops) {
     const model::DataflowOp& op = g.ops[static_cast<size_t>(id)];
-    if (computes(op) && op.file) c.apply_ops.push_back(range_of(op));
+    if (computes(op) && op.file) {
+      c.apply_ops.push_back(range_of(op));
+      c.apply_op_copies.push_back(op.unrolled);
+    }
     c.apply_across_layers |= op.unrolled != 0;
   }
   for (size_t i = 0; i < m.anchors.size(); ++i) {

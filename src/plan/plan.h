@@ -108,6 +108,7 @@ struct Candidate {
   // the final norm): no one function's code holds it.
   bool apply_across_layers = false;
   std::vector<SourceRange> apply_ops;            // the matched computing ops
+  std::vector<int> apply_op_copies;              // per apply_ops entry, its copy of the unrolled layer loop (0: outside)
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
   std::vector<size_t> apply_output_anchors;      // which returned value of the search each result is (partial returns

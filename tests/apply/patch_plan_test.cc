@@ -81,21 +81,6 @@ TEST(PatchPlan, LlamaLikeNormRopeAndSwigluWithMergedGateUpRewritten) {
             std::string::npos);
 }
 
-// The add+norm chains found across the layer loop (the MLP's residual add
-// into the next layer's input norm, the last one's into the final norm)
-// need the layer to take and return the residual: a manual step saying so.
-TEST(PatchPlan, AnAddNormAcrossLayersIsAManualStepNamingThreadResidual) {
-  ScratchDir dir("across_layers");
-  PatchSet set = make_patches(PatchRequest{plan_for_copy(dir), {}, {}});
-  int across = 0;
-  for (const ManualStep& m : set.manual)
-    if (m.candidate.rfind("norm.add_rms_norm@", 0) == 0 && m.what.find("decoder layer's residual add") != std::string::npos) {
-      ++across;
-      EXPECT_NE(m.what.find("thread_residual"), std::string::npos) << m.what;
-    }
-  EXPECT_EQ(across, 2);
-}
-
 TEST(PatchPlan, MergeRefusedWhenAProjectionIsUsedElsewhere) {
   ScratchDir dir("merge_refused");
   std::string plan_path = plan_for_copy(dir);
