@@ -32,7 +32,7 @@ Use instead
                                      group_list=local_counts, group_type=0, group_list_type=1,
                                      split_item=2)[0]
     rows = all_to_all_back(h[inverse(back_idx)])
-    out = torch_npu.npu_moe_finalize_routing(rows, None, None, None, weights, row_map,
+    out = torch_npu.npu_moe_finalize_routing(rows, shared, None, None, weights, row_map,
                                              ids.to(torch.int32), drop_pad_mode=2)
 Fix safety
     Needs prerequisites: the local experts' weights stacked at load time, and the two
@@ -42,7 +42,9 @@ Fix safety
     the rows go back to arrival order through that index before the second exchange.
     `group_list_type=1` pairs with the count outputs, `drop_pad_mode=2` with the
     token-major index map of init_routing_v2. Only for SwiGLU experts without a clamp.
-    A shared expert's output may be passed as `skip1` of the finalize call. The numeric
+    A shared expert's output added to the routed sum goes in as `skip1` of the finalize
+    call (each rank computes it for its own tokens); a model without one matches without
+    that step and passes None. The numeric
     check runs one rank (the exchanges are identities), which proves the sort, regroup,
     count and weighted-sum contract but not the communication.
 References
@@ -90,6 +92,7 @@ RULE = {
         "up_weights": {"shape": ["E", "I", "H"], "dtype": "act", "scale": 0.1},
         "down_weights": {"shape": ["E", "H", "I"], "dtype": "act", "scale": 0.1},
         "num_experts": {"dtype": "param", "expr": "E"},
+        "shared": {"shape": ["T", "H"], "dtype": "act", "scale": 0.1},
     },
     "sizes": {"T": 8, "K": 2, "E": 20, "H": 32, "I": 48},
     "dtypes": ["float32", "bfloat16"],
@@ -98,6 +101,7 @@ RULE = {
          "reason": "the experts clamp gate and up and offset up by 1 (GPT-OSS SwiGLU): npu_swiglu would change the numbers"},
     ],
     "match": {
+        "optional_inputs": ["shared"],
         "explain": [
             {"when": "expected silu(...), found mul(", "near_miss": "fixtures/experts_double_routing_nomatch_clamped_swiglu.py"},
         ],
@@ -132,14 +136,15 @@ RULE = {
                                      group_list=local_counts, group_type=0, group_list_type=1,
                                      split_item=2)[0]
     rows = all_to_all_back(h[inverse(back_idx)])
-    out = torch_npu.npu_moe_finalize_routing(rows, None, None, None, weights, row_map,
+    out = torch_npu.npu_moe_finalize_routing(rows, shared, None, None, weights, row_map,
                                              ids.to(torch.int32), drop_pad_mode=2)
 修复安全性
     需要前置改造：加载时堆叠本rank专家的权重，并按每rank计数编写两次all_to_all（先交换计数，
     每个rank才知道要接收多少行）。npu_moe_re_routing只接受计数（expert_token_num_type=1），
     给出gather索引（idx_type=0）：第二次交换前要通过该索引把行恢复为到达顺序。
     group_list_type=1与计数输出配对，drop_pad_mode=2与init_routing_v2按token排列的索引映射
-    配对。仅适用于不带clamp的SwiGLU专家。共享专家的输出可作为finalize的skip1传入。数值检查
+    配对。仅适用于不带clamp的SwiGLU专家。加到路由结果上的共享专家输出作为finalize的skip1传入（每个rank
+    为自己的token计算）；没有共享专家的模型匹配时跳过这一步，传入None。数值检查
     只运行一个rank（交换为恒等），验证排序、重分组、计数和加权求和的约定，但不验证通信。
 参考
     catalog/moe/npu_moe_init_routing_v2.toml、npu_moe_re_routing.toml、
@@ -149,7 +154,7 @@ RULE = {
 }
 
 
-def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts, shared):
     combined = torch.zeros_like(tokens)
     expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 1, 0)
     for e in range(num_experts):
@@ -158,10 +163,11 @@ def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_w
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
         combined.index_add_(0, token_idx, out.to(tokens.dtype))
-    return combined
+    return combined + shared
 
 
-def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                      num_experts, shared):
     # Reference-implementation style: tokens found by comparing ids, accumulated by indexing.
     routed = torch.zeros_like(tokens)
     for e in range(num_experts):
@@ -169,20 +175,22 @@ def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weig
         picked = tokens[tok]
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot].unsqueeze(-1)
-    return routed
+    return routed + shared
 
 
-def search_id_compare_new_axis(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_id_compare_new_axis(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                               num_experts, shared):
     # Ids compared as in search_id_compare, the weight's trailing axis added by indexing with None.
     routed = torch.zeros_like(tokens)
     for e in range(num_experts):
         tok, slot = torch.where(expert_ids == e)
         hidden = F.silu(F.linear(tokens[tok], gate_weights[e])) * F.linear(tokens[tok], up_weights[e])
         routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot, None]
-    return routed
+    return routed + shared
 
 
-def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                            num_experts, shared):
     # The mask laid out [E, T, K]: torch.where gives (token, slot), the weights are read per pair.
     combined = torch.zeros_like(tokens)
     expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 0, 1)
@@ -192,10 +200,11 @@ def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, u
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
         combined.index_add_(0, token_idx, out)
-    return combined
+    return combined + shared
 
 
-def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                             num_experts, shared):
     # The output allocated from the token and hidden sizes (torch.zeros((T, H), ...)) rather than zeros_like.
     rows, width = tokens.shape
     combined = torch.zeros((rows, width), dtype=tokens.dtype, device=tokens.device)
@@ -206,10 +215,10 @@ def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, 
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
         combined.index_add_(0, token_idx, out.to(tokens.dtype))
-    return combined
+    return combined + shared
 
 
-def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts, shared):
     rows, k = expert_ids.shape
     ids = expert_ids.to(torch.int32)
     sorted_rows, row_map, counts, _ = torch_npu.npu_moe_init_routing_v2(
@@ -227,11 +236,12 @@ def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_
     # Back to arrival order before the return all_to_all (an identity on one rank).
     arrival = torch.empty_like(out)
     arrival[gather_idx.long()] = out
-    return torch_npu.npu_moe_finalize_routing(arrival, None, None, None, routing_weights.to(out.dtype), row_map, ids,
+    return torch_npu.npu_moe_finalize_routing(arrival, shared, None, None, routing_weights.to(out.dtype), row_map, ids,
                                               drop_pad_mode=2)
 
 
-def naive_k_major_map(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def naive_k_major_map(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                      num_experts, shared):
     # The finalize call told drop_pad_mode=0 (a k-major index map) while init_routing_v2
     # wrote a token-major one: every token gathers other tokens' rows.
     rows, k = expert_ids.shape
@@ -248,5 +258,5 @@ def naive_k_major_map(tokens, routing_weights, expert_ids, gate_weights, up_weig
                                        group_type=0, group_list_type=1, split_item=2)[0]
     arrival = torch.empty_like(out)
     arrival[gather_idx.long()] = out
-    return torch_npu.npu_moe_finalize_routing(arrival, None, None, None, routing_weights.to(out.dtype), row_map, ids,
+    return torch_npu.npu_moe_finalize_routing(arrival, shared, None, None, routing_weights.to(out.dtype), row_map, ids,
                                               drop_pad_mode=0)

@@ -28,7 +28,7 @@ Use instead
                                      group_type=0, group_list_type=1, split_item=2)[0]
     h = torch_npu.npu_grouped_matmul([torch_npu.npu_swiglu(h, dim=-1)], [w_down], group_list=counts,
                                      group_type=0, group_list_type=1, split_item=2)[0]
-    out = torch_npu.npu_moe_finalize_routing(h, None, None, None, weights, idx_map,
+    out = torch_npu.npu_moe_finalize_routing(h, shared, None, None, weights, idx_map,
                                              ids.to(torch.int32), drop_pad_mode=2)
 Fix safety
     Needs prerequisites. The experts' weights must be stacked at load time into
@@ -41,7 +41,9 @@ Fix safety
     prefill chain adds an all_to_all and `npu_moe_re_routing` between the routing op
     and the grouped matmul (`moe.experts_double_routing`), and decode prefers the MC2 chain
     of `moe.experts_distribute`.
-    A shared expert's output may be passed as `skip1` of the finalize call.
+    A shared expert's output added to the routed sum (`routed + self.shared_experts(x)`,
+    gated or not) goes in as `skip1` of the finalize call, which adds it; a model without
+    one matches without that step and passes None.
 References
     catalog/moe/npu_moe_init_routing_v2.toml, npu_grouped_matmul.toml,
     npu_moe_finalize_routing.toml, catalog/ffn/npu_swiglu.toml; reference_chains.md
@@ -84,6 +86,7 @@ RULE = {
         "up_weights": {"shape": ["E", "I", "H"], "dtype": "act", "scale": 0.1},
         "down_weights": {"shape": ["E", "H", "I"], "dtype": "act", "scale": 0.1},
         "num_experts": {"dtype": "param", "expr": "E"},
+        "shared": {"shape": ["T", "H"], "dtype": "act", "scale": 0.1},
     },
     "sizes": {"T": 10, "K": 2, "E": 24, "H": 32, "I": 48},
     "dtypes": ["float32", "bfloat16"],
@@ -94,6 +97,7 @@ RULE = {
          "reason": "every expert runs on every token and the outputs are mixed by a dense weight matrix: no routing to replace"},
     ],
     "match": {
+        "optional_inputs": ["shared"],
         "lookalikes": {"lookalike_dense_all_experts": {
             "near_miss": "fixtures/experts_grouped_matmul_nomatch_dense_all_experts.py",
             "inputs": {"dense_weights": {"shape": ["T", "E"], "dtype": "act", "init": "uniform", "low": 0.0, "high": 1.0}}}},
@@ -126,7 +130,7 @@ RULE = {
                                      group_type=0, group_list_type=1, split_item=2)[0]
     h = torch_npu.npu_grouped_matmul([torch_npu.npu_swiglu(h, dim=-1)], [w_down], group_list=counts,
                                      group_type=0, group_list_type=1, split_item=2)[0]
-    out = torch_npu.npu_moe_finalize_routing(h, None, None, None, weights, idx_map,
+    out = torch_npu.npu_moe_finalize_routing(h, shared, None, None, weights, idx_map,
                                              ids.to(torch.int32), drop_pad_mode=2)
 修复安全性
     需要前置改造。专家权重须在加载时堆叠为[E, H, 2I]（gate在前、up在后，转置为(K, N)）和
@@ -134,7 +138,9 @@ RULE = {
     累加和）配对，drop_pad_mode=2须与row_idx_type=0的按token排列的索引映射配对。仅适用于不带
     clamp的SwiGLU专家（带clamp的GPT-OSS专家的激活留在torch中）。本规则适用于任意TP规模；专家
     并行（ep > 1）时，预填充链在路由算子与分组矩阵乘之间加入all_to_all和npu_moe_re_routing
-    （moe.experts_double_routing），解码则优先使用moe.experts_distribute的MC2链。共享专家的输出可作为finalize的skip1传入。
+    （moe.experts_double_routing），解码则优先使用moe.experts_distribute的MC2链。加到路由结果上的共享专家
+    输出（routed + self.shared_experts(x)，带门控与否）作为finalize的skip1传入，由其相加；没有共享专家的
+    模型匹配时跳过这一步，传入None。
 参考
     catalog/moe/npu_moe_init_routing_v2.toml、npu_grouped_matmul.toml、
     npu_moe_finalize_routing.toml、catalog/ffn/npu_swiglu.toml；reference_chains.md
@@ -143,7 +149,7 @@ RULE = {
 }
 
 
-def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts, shared):
     combined = torch.zeros_like(tokens)
     expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 1, 0)
     for e in range(num_experts):
@@ -152,10 +158,11 @@ def search(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_w
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
         combined.index_add_(0, token_idx, out.to(tokens.dtype))
-    return combined
+    return combined + shared
 
 
-def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                      num_experts, shared):
     # Reference-implementation style: tokens found by comparing ids, accumulated by indexing.
     routed = torch.zeros_like(tokens)
     for e in range(num_experts):
@@ -163,20 +170,22 @@ def search_id_compare(tokens, routing_weights, expert_ids, gate_weights, up_weig
         picked = tokens[tok]
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot].unsqueeze(-1)
-    return routed
+    return routed + shared
 
 
-def search_id_compare_new_axis(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_id_compare_new_axis(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                               num_experts, shared):
     # Ids compared as in search_id_compare, the weight's trailing axis added by indexing with None.
     routed = torch.zeros_like(tokens)
     for e in range(num_experts):
         tok, slot = torch.where(expert_ids == e)
         hidden = F.silu(F.linear(tokens[tok], gate_weights[e])) * F.linear(tokens[tok], up_weights[e])
         routed[tok] += F.linear(hidden, down_weights[e]) * routing_weights[tok, slot, None]
-    return routed
+    return routed + shared
 
 
-def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                            num_experts, shared):
     # The mask laid out [E, T, K]: torch.where gives (token, slot), the weights are read per pair.
     combined = torch.zeros_like(tokens)
     expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 0, 1)
@@ -186,10 +195,11 @@ def search_token_major_mask(tokens, routing_weights, expert_ids, gate_weights, u
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot].unsqueeze(-1)
         combined.index_add_(0, token_idx, out)
-    return combined
+    return combined + shared
 
 
-def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                             num_experts, shared):
     # The output allocated from the token and hidden sizes (torch.zeros((T, H), ...)) rather than zeros_like.
     rows, width = tokens.shape
     combined = torch.zeros((rows, width), dtype=tokens.dtype, device=tokens.device)
@@ -200,19 +210,19 @@ def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, 
         hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
         out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
         combined.index_add_(0, token_idx, out.to(tokens.dtype))
-    return combined
+    return combined + shared
 
 
 def lookalike_dense_all_experts(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
-                                num_experts, dense_weights=None):
+                                num_experts, shared, dense_weights=None):
     # every expert on every token, mixed by a dense [T, E] weight matrix
     gate = torch.einsum("th,eih->tei", tokens, gate_weights)
     up = torch.einsum("th,eih->tei", tokens, up_weights)
     out = torch.einsum("tei,ehi->teh", F.silu(gate) * up, down_weights)
-    return (out * dense_weights.unsqueeze(-1)).sum(dim=1)
+    return (out * dense_weights.unsqueeze(-1)).sum(dim=1) + shared
 
 
-def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts):
+def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts, shared):
     rows, k = expert_ids.shape
     ids = expert_ids.to(torch.int32)
     sorted_rows, row_map, counts, _ = torch_npu.npu_moe_init_routing_v2(
@@ -224,12 +234,12 @@ def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_
     hidden = torch_npu.npu_swiglu(hidden, dim=-1)
     out = torch_npu.npu_grouped_matmul([hidden], [down_weights.transpose(1, 2)], group_list=counts,
                                        group_type=0, group_list_type=1, split_item=2)[0]
-    return torch_npu.npu_moe_finalize_routing(out, None, None, None, routing_weights.to(out.dtype), row_map, ids,
+    return torch_npu.npu_moe_finalize_routing(out, shared, None, None, routing_weights.to(out.dtype), row_map, ids,
                                               drop_pad_mode=2)
 
 
 def naive_cumsum_group_list(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
-                            num_experts):
+                            num_experts, shared):
     # Counts from the routing op read as a cumulative sum (group_list_type=0): wrong groups.
     rows, k = expert_ids.shape
     ids = expert_ids.to(torch.int32)
@@ -242,5 +252,5 @@ def naive_cumsum_group_list(tokens, routing_weights, expert_ids, gate_weights, u
     hidden = torch_npu.npu_swiglu(hidden, dim=-1)
     out = torch_npu.npu_grouped_matmul([hidden], [down_weights.transpose(1, 2)], group_list=counts,
                                        group_type=0, group_list_type=0, split_item=2)[0]
-    return torch_npu.npu_moe_finalize_routing(out, None, None, None, routing_weights.to(out.dtype), row_map, ids,
+    return torch_npu.npu_moe_finalize_routing(out, shared, None, None, routing_weights.to(out.dtype), row_map, ids,
                                               drop_pad_mode=2)

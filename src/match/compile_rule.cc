@@ -114,11 +114,30 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
+    // A returned value made by the step adding an optional input
+    // (`return routed + shared`): the walk starts at that step, so a model
+    // without the input is met by a second pattern returning the other value
+    // itself. Where both match, the wider match is kept (matcher.cc).
+    std::vector<Pattern> variants;
+    for (size_t k = 0; k < p.anchors.size(); ++k) {
+      int rest = optional_input_rest(p, p.graph.producer_of(through_casts(p.graph, p.anchors[k])).id);
+      if (rest < 0) continue;
+      Pattern without = p;
+      without.anchors[k] = rest;
+      without.steps = count_steps(without.graph, without.anchors);
+      without.near_miss_steps = without.options.partial_returns && !without.anchors.empty()
+                                    ? count_steps(without.graph, {without.anchors.front()})
+                                    : without.steps;
+      variants.push_back(std::move(without));
+    }
+    out.push_back(std::move(p));
+    for (Pattern& v : variants) out.push_back(std::move(v));
+  }
+  for (Pattern& p : out) {
     p.needs = needs_of(p);
     p.needs_known = true;
     p.start = start_op(p);
     p.start_known = true;
-    out.push_back(std::move(p));
   }
   return out;
 }

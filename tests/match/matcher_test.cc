@@ -353,6 +353,26 @@ TEST(Matcher, AnOptionalInputsStepMayBeMissing) {
   EXPECT_THROW(compile_rule(twice->rule), rules::RuleError);
 }
 
+// The optional step may make the returned value itself (`return routed +
+// shared`): a model returning the other value is met by the pattern that
+// returns it, and one with the step keeps only the wider match.
+TEST(Matcher, AnOptionalInputsStepAtTheReturnedValueMayBeMissing) {
+  const char* text = "def search(x, y, extra):\n    return torch.sigmoid(x) * y + extra\n";
+  auto loose = text_rule("t.gate", text, {{"optional_inputs", {"extra"}}});
+  auto without = function_graph("def f(a, b):\n    return torch.sigmoid(a) * b\n");
+  MatchResult r = match_patterns(compile_rule(loose->rule), without->graph);
+  ASSERT_EQ(r.matches.size(), 1u);
+  for (const Binding& b : r.matches[0].bindings) EXPECT_TRUE(b.parameter != "extra" || b.value < 0) << b.text;
+  auto with = function_graph("def f(a, b, c):\n    return torch.sigmoid(a) * b + c\n");
+  MatchResult both = match_patterns(compile_rule(loose->rule), with->graph);
+  ASSERT_EQ(both.matches.size(), 1u);
+  bool bound = false;
+  for (const Binding& b : both.matches[0].bindings) bound |= b.parameter == "extra" && b.text == "c";
+  EXPECT_TRUE(bound);
+  auto strict = text_rule("t.gate", text);
+  EXPECT_TRUE(match_patterns(compile_rule(strict->rule), without->graph).matches.empty());
+}
+
 TEST(Matcher, UnknownMatchKeyIsAnErrorNamingTheRuleFile) {
   auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"optionals", {"add"}}});
   try {
