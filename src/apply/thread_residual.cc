@@ -281,6 +281,11 @@ std::vector<std::pair<const model::ModelFile*, const ast::Call*>> calls_of(const
 struct Seams {
   const plan::Candidate* into_next = nullptr;   // the last add into the next layer's input norm
   const plan::Candidate* into_final = nullptr;  // the last layer's add into the final norm
+  // One candidate may stand for both chains: the same ops' source (the norm
+  // module's forward serves the layer's input norm and the final norm) is one
+  // candidate with both instances ("Transformer.layers[].attn_norm;
+  // Transformer.norm"). Then this is the final norm's attribute.
+  std::string final_from_instance;
   Range add;                                    // the layer's last residual add
 };
 
@@ -528,11 +533,26 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
 
   // 5. After the loop, the last layer's add: fused with the final norm, or plain.
   uint32_t after_loop = after_line(mf, loop.loop);
+  std::optional<NormSpelling> final_norm;
   if (seams.into_final) {
     std::string why;
-    std::optional<NormSpelling> norm = norm_spelling(*seams.into_final, why);
-    if (!norm) return Refusal{why, fmt::format("{}:{}", seams.into_final->location.file, seams.into_final->location.start_line)};
-    // The final norm: the first self.<norm>(h) after the loop, in the loop's own statement list.
+    final_norm = norm_spelling(*seams.into_final, why);
+    if (!final_norm)
+      return Refusal{why, fmt::format("{}:{}", seams.into_final->location.file, seams.into_final->location.start_line)};
+  } else if (!seams.final_from_instance.empty() && seams.into_next) {
+    // The same norm class after the loop: its parameters have the input norm's field names.
+    std::string why;
+    if (std::optional<NormSpelling> in = norm_spelling(*seams.into_next, why)) {
+      auto field = [&](const std::string& spelt) {
+        std::string prefix = "self." + in->attribute + ".";
+        return spelt.rfind(prefix, 0) == 0 ? "self." + seams.final_from_instance + "." + spelt.substr(prefix.size()) : spelt;
+      };
+      final_norm = NormSpelling{seams.final_from_instance, field(in->weight), field(in->eps)};
+    }
+  }
+  // The final norm: the first self.<norm>(h) after the loop, in the loop's own statement list.
+  bool fused_final = false;
+  if (final_norm) {
     const frontend::Span<ast::stmt*>* list = nullptr;
     walk_own(&mfn, [&](const ast::Node* x) {
       auto try_list = [&](const frontend::Span<ast::stmt*>& l) {
@@ -545,24 +565,36 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
       if (auto* s = ast::as<ast::For>(x)) try_list(s->body);
       return list == nullptr;
     });
-    if (!list) return Refusal{"the layer loop's statement list is not found", place(mf, loop.loop)};
-    size_t at = index_of(*list, loop.loop) + 1;
-    std::optional<NormCall> call = first_norm_call(*list, at, norm->attribute);
-    if (!call || call->argument != loop.hidden)
-      return Refusal{fmt::format("no self.{}({}) follows the layer loop in its block", norm->attribute, loop.hidden),
-                     place(mf, loop.loop)};
-    if (assigned_in(*list, at, index_of(*list, call->statement), loop.hidden))
-      return Refusal{fmt::format("{} is assigned between the layer loop and the final norm", loop.hidden),
-                     place(mf, call->statement)};
-    edit(mf, after_loop, after_loop,
-         fmt::format("{0}{1} = None\n"
-                     "{0}if {2} is not None:\n"
-                     "{0}    # The last layer's residual add, fused with the final norm.\n"
-                     "{0}    {1}, _, {3} = torch_npu.npu_add_rms_norm({2}, {3}, {4}, {5})\n",
-                     lind, kNormed, kResidual, loop.hidden, norm->weight, norm->eps));
-    edit(mf, call->call->begin, call->call->end,
-         fmt::format("({} if {} is None else {})", text_of(mf, call->call), kNormed, kNormed));
-  } else {
+    std::optional<Refusal> problem;
+    std::optional<NormCall> call;
+    if (!list) {
+      problem = Refusal{"the layer loop's statement list is not found", place(mf, loop.loop)};
+    } else {
+      size_t at = index_of(*list, loop.loop) + 1;
+      call = first_norm_call(*list, at, final_norm->attribute);
+      if (!call || call->argument != loop.hidden)
+        problem = Refusal{fmt::format("no self.{}({}) follows the layer loop in its block", final_norm->attribute, loop.hidden),
+                          place(mf, loop.loop)};
+      else if (assigned_in(*list, at, index_of(*list, call->statement), loop.hidden))
+        problem = Refusal{fmt::format("{} is assigned between the layer loop and the final norm", loop.hidden),
+                          place(mf, call->statement)};
+    }
+    // The chain into the final norm chosen on its own must be done; one
+    // known only as an instance of the next-layer chain falls back to the plain add.
+    if (problem && seams.into_final) return *problem;
+    if (!problem) {
+      edit(mf, after_loop, after_loop,
+           fmt::format("{0}{1} = None\n"
+                       "{0}if {2} is not None:\n"
+                       "{0}    # The last layer's residual add, fused with the final norm.\n"
+                       "{0}    {1}, _, {3} = torch_npu.npu_add_rms_norm({2}, {3}, {4}, {5})\n",
+                       lind, kNormed, kResidual, loop.hidden, final_norm->weight, final_norm->eps));
+      edit(mf, call->call->begin, call->call->end,
+           fmt::format("({} if {} is None else {})", text_of(mf, call->call), kNormed, kNormed));
+      fused_final = true;
+    }
+  }
+  if (!fused_final) {
     edit(mf, after_loop, after_loop,
          fmt::format("{0}if {1} is not None:\n"
                      "{0}    # The last layer's residual add.\n"
@@ -585,6 +617,26 @@ bool is_add(const model::SourceSet& sources, const Range& r) {
       return !found;
     });
   return found;
+}
+
+// The final norm among a seam candidate's instances: the entry naming a
+// submodule of the backbone itself ("Transformer.norm", next to
+// "Transformer.layers[].attn_norm"), when the backbone's forward is the
+// function matched.
+std::string final_norm_instance(const plan::Candidate& c) {
+  const std::string owner = c.apply_function.substr(0, c.apply_function.rfind('.'));
+  size_t at = 0;
+  while (at <= c.instance.size()) {
+    size_t end = c.instance.find("; ", at);
+    std::string entry = c.instance.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (entry.rfind(owner + ".", 0) == 0) {
+      std::string attribute = entry.substr(owner.size() + 1);
+      if (!attribute.empty() && attribute.find_first_of(".[") == std::string::npos) return attribute;
+    }
+    if (end == std::string::npos) break;
+    at = end + 2;
+  }
+  return "";
 }
 
 }  // namespace
@@ -614,6 +666,7 @@ std::vector<ThreadedResidual> thread_residual(const std::vector<const plan::Cand
     Seams& g = groups[{adds.front().file, adds.front().begin, adds.front().end}];
     g.add = adds.front();
     (final_norm ? g.into_final : g.into_next) = c;
+    if (!final_norm) g.final_from_instance = final_norm_instance(*c);
   }
   for (const auto& [key, g] : groups) {
     ThreadedResidual r;

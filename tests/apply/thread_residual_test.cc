@@ -144,6 +144,37 @@ TEST(ThreadResidual, OnlyTheNextLayerChosenFinishesTheLastAddPlainlyAfterTheLoop
   EXPECT_NE(p.find("return self.norm(hidden_states), past_key_values"), std::string::npos);
 }
 
+// A norm module written with F.rms_norm makes the chain into the next
+// layer's norm and the one into the final norm the same ops: one candidate
+// with both instances. Both ends are fused.
+TEST(ThreadResidual, OneCandidateForBothNormsFusesTheFinalNormToo) {
+  ScratchDir dir("thread_one_candidate");
+  std::string model = read_file(source_path("rules/moe/fixtures/experts_distribute_add_rms_norm_match_decoder_stack.py"));
+  model = replaced(model,
+                   "        self.eps = eps\n        self.weight = nn.Parameter(torch.ones(dim))\n\n    def forward(self, x):\n"
+                   "        v = x.float()\n        v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + self.eps)\n"
+                   "        return (v * self.weight).type_as(x)\n",
+                   "        self.dim = dim\n        self.eps = eps\n        self.weight = nn.Parameter(torch.ones(dim))\n\n"
+                   "    def forward(self, x):\n        return F.rms_norm(x, (self.dim,), self.weight, self.eps)\n");
+  write_file_atomic(dir.file("model.py"), model);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
+  SeamIds seams = seam_ids(dir.file("plan.json"));
+  ASSERT_FALSE(seams.next.empty());
+  EXPECT_TRUE(seams.final_norm.empty()) << "the two chains are expected to be one candidate here";
+  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {seams.next}});
+  EXPECT_EQ(set.applied, std::vector<std::string>{seams.next}) << manual_text(set);
+  const std::string& p = set.files.at(0).patched;
+  EXPECT_NE(p.find("npu_normed, _, x = torch_npu.npu_add_rms_norm(npu_residual, x, self.attn_norm.weight, self.attn_norm.eps)"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("npu_normed, _, h = torch_npu.npu_add_rms_norm(npu_residual, h, self.norm.weight, self.norm.eps)"),
+            std::string::npos);
+  EXPECT_NE(p.find("return (self.norm(h) if npu_normed is None else npu_normed)"), std::string::npos);
+  EXPECT_EQ(p.find("h = npu_residual + h"), std::string::npos);
+}
+
 // A second maker of the layer class would see its return change.
 TEST(ThreadResidual, RefusedWhenTheLayerClassIsMadeTwice) {
   ScratchDir dir("thread_made_twice");
