@@ -79,13 +79,45 @@ bool calls(const ast::Node* n, std::string_view callee) {
   return found;
 }
 
-// `self.X(...)` calls in `n`: the attribute names X.
+// `self.X(...)` calls in `n`, and `self.X[i](...)` (a module list's
+// member): the attribute names X.
+// The attribute X of `self.X`, or of `self.X[i]` (a module list's member).
+std::string self_member(const ast::expr* e) {
+  if (auto* member = ast::as<ast::Subscript>(e)) e = member->value;
+  auto* attr = ast::as<ast::Attribute>(e);
+  auto* base = attr ? ast::as<ast::Name>(attr->value) : nullptr;
+  return base && base->id == "self" ? std::string(attr->attr) : std::string();
+}
+
+// `NAME = self.X[i]`: a module list's member given a name (HF Mixtral's
+// `expert_layer = self.experts[expert_idx]`); the attribute X, else empty.
+std::string member_alias(const ast::stmt* s, std::string* name = nullptr) {
+  auto* assign = ast::as<ast::Assign>(s);
+  if (!assign || assign->targets.size != 1 || !ast::as<ast::Subscript>(assign->value)) return "";
+  auto* target = ast::as<ast::Name>(assign->targets[0]);
+  if (!target) return "";
+  if (name) *name = std::string(target->id);
+  return self_member(assign->value);
+}
+
+// `self.X(...)` calls in `n`, `self.X[i](...)` (a module list's member), and
+// calls of a name `n` binds to `self.X[i]`: the attribute names X.
 std::set<std::string> submodule_calls(const ast::Node* n) {
   std::set<std::string> out;
+  std::map<std::string, std::string> aliases;
   model::walk(n, [&](const ast::Node* x) {
-    if (auto* call = ast::as<ast::Call>(x))
-      if (auto* attr = ast::as<ast::Attribute>(call->func))
-        if (auto* base = ast::as<ast::Name>(attr->value); base && base->id == "self") out.insert(std::string(attr->attr));
+    if (auto* s = ast::as<ast::Assign>(x)) {
+      std::string name;
+      if (std::string member = member_alias(s, &name); !member.empty()) aliases[name] = member;
+    }
+    return true;
+  });
+  model::walk(n, [&](const ast::Node* x) {
+    if (auto* call = ast::as<ast::Call>(x)) {
+      if (std::string member = self_member(call->func); !member.empty()) out.insert(member);
+      if (auto* name = ast::as<ast::Name>(call->func))
+        if (auto a = aliases.find(std::string(name->id)); a != aliases.end()) out.insert(a->second);
+    }
     return true;
   });
   return out;
@@ -102,9 +134,14 @@ bool submodule_of_class(const model::SourceSet& sources, const std::string& owne
     auto* assign = ast::as<ast::Assign>(x);
     if (!assign || assign->targets.size != 1) return !found;
     auto* target = ast::as<ast::Attribute>(assign->targets[0]);
-    auto* call = ast::as<ast::Call>(assign->value);
-    auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
-    if (target && target->attr == attribute && callee && callee->id == cls) found = true;
+    if (!target || target->attr != attribute) return !found;
+    // `Cls(...)`, or a module list made of them (`nn.ModuleList([Cls(...) for ...])`).
+    model::walk(assign->value, [&](const ast::Node* v) {
+      auto* call = ast::as<ast::Call>(v);
+      auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
+      if (callee && callee->id == cls) found = true;
+      return !found;
+    });
     return !found;
   });
   return found;
@@ -199,6 +236,57 @@ std::string bound_name(const ast::stmt* s, const Range& value) {
   return "";
 }
 
+// Whether list[i], between the chain's statements first..last, can run
+// before all of them: it reads no name they mention before it (one they may
+// have changed, in place or not), assigns no name any of them mentions,
+// and neither returns nor jumps.
+bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t first, size_t last, size_t i,
+                          const std::vector<bool>& touched) {
+  const ast::stmt* h = list[i];
+  bool jumps = false;
+  model::walk(h, [&](const ast::Node* x) {
+    if (ast::as<ast::Return>(x) || ast::as<ast::Break>(x) || ast::as<ast::Continue>(x) || ast::as<ast::Yield>(x) ||
+        ast::as<ast::YieldFrom>(x) || ast::as<ast::Await>(x))
+      jumps = true;
+    return !jumps && !ast::as<ast::FunctionDef>(x) && !ast::as<ast::Lambda>(x);
+  });
+  if (jumps) return false;
+  std::set<std::string> reads = names_in(h, ast::expr_context::Load);
+  std::set<std::string> writes = names_in(h, ast::expr_context::Store);
+  for (size_t j = first; j <= last; ++j) {
+    if (j == i || !touched[j]) continue;
+    std::set<std::string> mentioned = names_in(list[j], ast::expr_context::Load);
+    for (const std::string& n : names_in(list[j], ast::expr_context::Store)) mentioned.insert(n);
+    for (const std::string& n : writes)
+      if (mentioned.count(n)) return false;
+    if (j < i)
+      for (const std::string& n : reads)
+        if (mentioned.count(n)) return false;
+  }
+  return true;
+}
+
+// A `for` loop that is all chain (an expert loop): every statement of its
+// body computes an op of the chain, or only skips an iteration (`if not
+// hits[e]: continue`); no `else` clause. The rewrite may replace it whole.
+bool whole_loop_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32_t, uint32_t>>& ops) {
+  auto* loop = ast::as<ast::For>(s);
+  if (!loop || loop->orelse.size || loop->body.size == 0) return false;
+  auto holds_op = [&](const ast::stmt* x) {
+    return std::any_of(ops.begin(), ops.end(), [&](const auto& op) { return x->begin <= op.first && op.second <= x->end; });
+  };
+  auto skips = [](const ast::stmt* x) {
+    auto* guard = ast::as<ast::If>(x);
+    if (!guard || guard->orelse.size) return false;
+    for (const ast::stmt* b : guard->body)
+      if (!ast::as<ast::Continue>(b) && !ast::as<ast::Pass>(b)) return false;
+    return true;
+  };
+  for (const ast::stmt* x : loop->body)
+    if (!holds_op(x) && !skips(x) && member_alias(x).empty()) return false;
+  return true;
+}
+
 // A statement of the run that stays, with the chain's results inside it
 // replaced by the names the replacement assigns.
 struct KeptStatement {
@@ -270,7 +358,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (const auto& [begin, end] : local)
     for (size_t i = 0; i < list.size(); ++i) {
       if (!(list[i]->begin <= begin && end <= list[i]->end)) continue;
-      if (std::string kind = compound_kind(list[i]); !kind.empty())
+      if (std::string kind = compound_kind(list[i]); !kind.empty() && !whole_loop_of_chain(list[i], local))
         return Refused{fmt::format("the chain's ops lie in the header and body, or in several clauses, of the {} "
                                    "statement at {}:{}; edit it by hand", kind, file->path, list[i]->lineno), here};
       touched[i] = true;
@@ -281,14 +369,25 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // Between the chain's statements only a plain copy of a name may sit
   // (`residual = hidden_states` between HF's residual add and its norm): it
   // stays, after the results it reads are bound.
+  // Any other statement there that shares no name with the chain's
+  // statements (HF's `if self.training: self.aux_loss = ...` inside an
+  // expert block) moves, as written, before the replacement.
   std::set<const ast::stmt*> copies;
+  std::vector<const ast::stmt*> hoisted;
   for (size_t i = first; i <= last; ++i) {
     if (touched[i]) continue;
-    if (!name_copy(list[i]))
+    if (name_copy(list[i])) {
+      copies.insert(list[i]);
+      continue;
+    }
+    if (!independent_of_chain(list, first, last, i, touched))
       return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                  list[i]->lineno), here};
-    copies.insert(list[i]);
+    hoisted.push_back(list[i]);
   }
+  if (!hoisted.empty() && !copies.empty())
+    return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
+                               hoisted.front()->lineno), here};
   std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
   for (const std::string& h : helpers)
     if (!run_calls(run, *fn, h, sources))
@@ -342,9 +441,16 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const OrderedLine& a, const OrderedLine& b) { return a.statement->begin < b.statement->begin; });
   } else if (!returned) {
-    for (const Range& out : outputs) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
       std::string name = bound_name(s, out);
+      // The value a whole loop leaves in a name (an expert loop's sum): that name.
+      if (name.empty() && whole_loop_of_chain(s, local) && s->begin == out.begin && s->end == out.end) {
+        name = o < c.apply_output_names.size() ? c.apply_output_names[o] : "";
+        if (name.empty())
+          return Refused{fmt::format("{}:{}: the loop's result has no name", file->path, s->lineno), here};
+      }
       // `cache[idx] = x`: the result is the write itself, which the
       // replacement makes in place; the statement goes and no name is bound.
       const auto* write = ast::as<ast::Assign>(s);
@@ -380,8 +486,9 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // Names the removed statements bound must not be read afterwards (the
   // results are assigned again), nor by what kept statements keep.
   std::set<std::string> gone;
+  const std::set<const ast::stmt*> moved(hoisted.begin(), hoisted.end());
   for (const ast::stmt* s : run)
-    if (!kept.count(s) && !copies.count(s))
+    if (!kept.count(s) && !copies.count(s) && !moved.count(s))
       for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
   for (const std::string& t : request.targets) gone.erase(t);
   for (const OrderedLine& o : ordered) gone.erase(o.name);
@@ -500,6 +607,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (const ast::stmt* s : run)
     if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
   for (const OrderedLine& o : ordered) replaced += "\n" + request.indent + o.text;
+  for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h) replaced = text_of(*file, *h) + "\n" + request.indent + replaced;
   return Rewritten{Edit{file->path, run.front()->begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 

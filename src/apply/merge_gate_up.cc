@@ -27,30 +27,6 @@ std::string projection_of(const plan::Candidate& c, const std::string& parameter
   return "";
 }
 
-const ast::ClassDef* class_named(const model::ModelFile& file, std::string_view name) {
-  for (const ast::stmt* s : file.parsed->module->body)
-    if (auto* cls = ast::as<ast::ClassDef>(s); cls && cls->name == name) return cls;
-  return nullptr;
-}
-
-const ast::FunctionDef* method_named(const ast::ClassDef& cls, std::string_view name) {
-  for (const ast::stmt* s : cls.body)
-    if (auto* fn = ast::as<ast::FunctionDef>(s); fn && fn->name == name) return fn;
-  return nullptr;
-}
-
-// `self.<attribute> = <call>` at the top of __init__'s body.
-const ast::Assign* assignment_of(const ast::FunctionDef& init, std::string_view attribute) {
-  for (const ast::stmt* s : init.body) {
-    auto* assign = ast::as<ast::Assign>(s);
-    if (!assign || assign->targets.size != 1) continue;
-    auto* target = ast::as<ast::Attribute>(assign->targets[0]);
-    auto* owner = target ? ast::as<ast::Name>(target->value) : nullptr;
-    if (owner && owner->id == "self" && target->attr == attribute) return assign;
-  }
-  return nullptr;
-}
-
 std::string text_of(const model::ModelFile& f, const ast::Node* n) {
   return std::string(f.parsed->source.text().substr(n->begin, n->end - n->begin));
 }
@@ -107,8 +83,8 @@ MergeGateUp merge_gate_up(const plan::Candidate& c, const model::SourceSet& sour
   const ast::ClassDef* cls = class_named(file, owner);
   const ast::FunctionDef* init = cls ? method_named(*cls, "__init__") : nullptr;
   if (!init) return refuse(fmt::format("{} has no __init__ in {}", owner, file.path));
-  const ast::Assign* gate_init = assignment_of(*init, gate);
-  const ast::Assign* up_init = assignment_of(*init, up);
+  const ast::Assign* gate_init = self_assignment(*init, gate);
+  const ast::Assign* up_init = self_assignment(*init, up);
   if (!gate_init || !up_init) return refuse(fmt::format("{}.__init__ does not assign self.{} and self.{}", owner, gate, up));
   auto* gate_call = ast::as<ast::Call>(gate_init->value);
   if (!gate_call || text_of(file, gate_init->value) != text_of(file, up_init->value) || gate_call->args.size < 2 ||
@@ -145,6 +121,18 @@ MergeGateUp merge_gate_up(const plan::Candidate& c, const model::SourceSet& sour
     return true;
   });
   if (!other_use.empty()) return refuse(fmt::format("self.{} or self.{} is also used at {}", gate, up, other_use));
+  // Outside the class, a read through another object (`e.gate_proj.weight`
+  // over a module list of this class) would find the layer gone.
+  for (const auto& f : sources.files())
+    model::walk(f->parsed->module, [&](const ast::Node* n) {
+      auto* a = ast::as<ast::Attribute>(n);
+      if (!a || (a->attr != gate && a->attr != up) || !other_use.empty()) return other_use.empty();
+      bool inside = f.get() == &file && n->begin >= cls->begin && n->end <= cls->end;
+      auto* base = ast::as<ast::Name>(a->value);
+      if (!inside && !(base && base->id == "self")) other_use = fmt::format("{}:{}", f->path, a->lineno);
+      return true;
+    });
+  if (!other_use.empty()) return refuse(fmt::format("{}'s {} or {} is also read at {}", owner, gate, up, other_use));
 
   const frontend::SourceFile& src = file.parsed->source;
   std::string indent(static_cast<size_t>(gate_init->col_offset), ' ');

@@ -12,6 +12,7 @@
 #include "apply/plan_file.h"
 #include "apply/prerequisite_steps.h"
 #include "apply/source_functions.h"
+#include "apply/stack_expert_weights.h"
 #include "apply/thread_residual.h"
 #include "apply/torch_npu_import.h"
 #include "catalog/catalog.h"
@@ -138,6 +139,7 @@ PatchSet make_patches(const PatchRequest& request) {
   std::vector<Edit> chain_edits;
   std::vector<Edit> helpers;  // code a rewrite needs elsewhere (the merge hook factory, registered buffers), once
   std::vector<const plan::Candidate*> seams;  // add+norm chains across the layer loop, done together at the end
+  std::map<std::string, std::string> stacked_by;  // expert class -> the candidate that stacked its weights
   auto clashing = [&](const Edit& edit) {
     return std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, edit); });
   };
@@ -146,10 +148,11 @@ PatchSet make_patches(const PatchRequest& request) {
   auto attempt = [&](const plan::Candidate* c) -> bool {
     // Which prerequisites apply performs; any other keeps the fusion out of
     // the patch and becomes a manual step.
-    bool merge = false, manual = false;
+    bool merge = false, stack = false, manual = false;
     for (const plan::PrerequisiteItem& p : c->prerequisites) {
       PrerequisiteHandling how = handling_of(p);
       merge = merge || how.way == PrerequisiteWay::MergeGateUp;
+      stack = stack || how.way == PrerequisiteWay::StackExperts;
       if (how.way != PrerequisiteWay::Manual) continue;
       out.manual.push_back(ManualStep{c->id, where_of(p.where.file.empty() ? c->location : p.where),
                                       fmt::format("prerequisite {}: {}: {}", p.id, how.why, p.en)});
@@ -159,7 +162,33 @@ PatchSet make_patches(const PatchRequest& request) {
       out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
       return false;
     }
+    if (stack) {
+      StackedExperts stacked = stack_expert_weights(*c, again.sources);
+      bool clash = std::any_of(stacked.edits.begin(), stacked.edits.end(),
+                               [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
+      if (!stacked.refusal.empty() || clash) {
+        std::string why = clash ? "its edits overlap another candidate's" : stacked.refusal;
+        out.manual.push_back(ManualStep{c->id, stacked.where, "prerequisite stack_expert_weights not done: " + why});
+        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
+        return false;
+      }
+      chain_edits.insert(chain_edits.end(), stacked.edits.begin(), stacked.edits.end());
+      stacked_by[stacked.expert_class] = c->id;
+      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) {
+        return h.file == stacked.helper.file && h.text == stacked.helper.text;
+      });
+      if (!have_helper) helpers.push_back(stacked.helper);
+      out.applied.push_back(c->id);
+      return true;
+    }
     if (merge) {
+      // Stacked experts are made of this class and no longer call it; their
+      // stacking reads its separate projections.
+      std::string owner = c->apply_function.substr(0, c->apply_function.find('.'));
+      if (auto by = stacked_by.find(owner); by != stacked_by.end()) {
+        out.skipped.push_back(fmt::format("{}: taken in by {}, which stacks the {} experts' weights", c->id, by->second, owner));
+        return false;
+      }
       MergeGateUp merged = merge_gate_up(*c, again.sources);
       bool clash = std::any_of(merged.edits.begin(), merged.edits.end(),
                                [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
@@ -204,7 +233,16 @@ PatchSet make_patches(const PatchRequest& request) {
     out.applied.push_back(c->id);
     return true;
   };
-  for (const std::vector<const plan::Candidate*>& group : chosen(recorded, again.plan, request, out)) {
+  // Expert loops whose weights get stacked go first: the experts' own
+  // SwiGLU candidates then know their class is taken in.
+  std::vector<std::vector<const plan::Candidate*>> groups = chosen(recorded, again.plan, request, out);
+  auto stacks = [](const std::vector<const plan::Candidate*>& g) {
+    return std::any_of(g.front()->prerequisites.begin(), g.front()->prerequisites.end(), [](const plan::PrerequisiteItem& p) {
+      return handling_of(p).way == PrerequisiteWay::StackExperts;
+    });
+  };
+  std::stable_partition(groups.begin(), groups.end(), stacks);
+  for (const std::vector<const plan::Candidate*>& group : groups) {
     // A preferred candidate that cannot be rewritten leaves the chain to
     // its alternatives, in the plan's order.
     for (size_t i = 0; i < group.size() && !attempt(group[i]); ++i)

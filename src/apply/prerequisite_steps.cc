@@ -4,6 +4,9 @@ namespace npufuse::apply {
 
 PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
   if (p.id == "merge_gate_up") return {PrerequisiteWay::MergeGateUp, ""};
+  if (p.id == "stack_expert_weights") return {PrerequisiteWay::StackExperts, ""};
+  // experts_grouped_matmul's replacement casts the router's ids itself.
+  if (p.id == "int32_expert_ids") return {PrerequisiteWay::ByTheRewrite, "the replacement casts the expert ids to int32"};
   // add_rms_norm's: when the add and the norm are rewritten together in one
   // function, the operator's third output is assigned to the name the sum
   // was bound to, which is what the later residual add reads; that run

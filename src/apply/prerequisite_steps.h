@@ -9,6 +9,7 @@ namespace npufuse::apply {
 
 enum class PrerequisiteWay {
   MergeGateUp,    // merge_gate_up.h: one gate_up_proj layer and a load-time hook
+  StackExperts,   // stack_expert_weights.h: stacked expert parameters and a load-time hook
   ByTheRewrite,   // the chain rewrite itself meets it (see `why`)
   ModuleBuffer,   // the replacement's constant becomes a registered buffer (module_buffer.h)
   Manual,         // listed as a manual step, with `why`

@@ -42,4 +42,29 @@ std::optional<FunctionAt> function_named(const model::SourceSet& sources, const 
   return std::nullopt;
 }
 
+namespace ast = frontend::ast;
+
+const ast::ClassDef* class_named(const model::ModelFile& file, std::string_view name) {
+  for (const ast::stmt* s : file.parsed->module->body)
+    if (auto* cls = ast::as<ast::ClassDef>(s); cls && cls->name == name) return cls;
+  return nullptr;
+}
+
+const ast::FunctionDef* method_named(const ast::ClassDef& cls, std::string_view name) {
+  for (const ast::stmt* s : cls.body)
+    if (auto* fn = ast::as<ast::FunctionDef>(s); fn && fn->name == name) return fn;
+  return nullptr;
+}
+
+const ast::Assign* self_assignment(const ast::FunctionDef& fn, std::string_view attribute) {
+  for (const ast::stmt* s : fn.body) {
+    auto* assign = ast::as<ast::Assign>(s);
+    if (!assign || assign->targets.size != 1) continue;
+    auto* target = ast::as<ast::Attribute>(assign->targets[0]);
+    auto* owner = target ? ast::as<ast::Name>(target->value) : nullptr;
+    if (owner && owner->id == "self" && target->attr == attribute) return assign;
+  }
+  return nullptr;
+}
+
 }  // namespace npufuse::apply

@@ -24,4 +24,10 @@ std::optional<FunctionAt> function_around(const model::ModelFile& file, uint32_t
 // A top-level function or a method of a top-level class, in any file.
 std::optional<FunctionAt> function_named(const model::SourceSet& sources, const std::string& qualified);
 
+// The top-level class `name` of `file`, its method `name`, and the
+// `self.<attribute> = ...` statement at the top of a method's body.
+const frontend::ast::ClassDef* class_named(const model::ModelFile& file, std::string_view name);
+const frontend::ast::FunctionDef* method_named(const frontend::ast::ClassDef& cls, std::string_view name);
+const frontend::ast::Assign* self_assignment(const frontend::ast::FunctionDef& fn, std::string_view attribute);
+
 }  // namespace npufuse::apply

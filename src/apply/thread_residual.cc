@@ -255,12 +255,6 @@ std::pair<uint32_t, std::string> argument_insertion(const model::ModelFile& f, c
   return append_item(f, last, last->end, fmt::format("{0}={0}", kResidual));
 }
 
-const ast::ClassDef* class_of(const model::ModelFile& f, std::string_view name) {
-  for (const ast::stmt* s : f.parsed->module->body)
-    if (auto* cls = ast::as<ast::ClassDef>(s); cls && cls->name == name) return cls;
-  return nullptr;
-}
-
 // Calls of `name` (a class being instantiated) anywhere in the sources.
 std::vector<std::pair<const model::ModelFile*, const ast::Call*>> calls_of(const model::SourceSet& sources,
                                                                            std::string_view name) {
@@ -429,7 +423,7 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
   // The layer class is made in one place, the backbone's list of layers: no
   // other caller sees its return change.
   auto made = calls_of(sources, layer_class);
-  const ast::ClassDef* model_cls = class_of(mf, model_class);
+  const ast::ClassDef* model_cls = class_named(mf, model_class);
   auto inside = [](const ast::Node* outer, const ast::Node* n) { return outer->begin <= n->begin && n->end <= outer->end; };
   if (made.size() != 1 || !model_cls || made.front().first != &mf || !inside(model_cls, made.front().second))
     return Refusal{fmt::format("{} is made {} times, not once by {}: other callers would see its return change",

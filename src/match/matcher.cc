@@ -132,7 +132,17 @@ bool feeds_only_the_match(const TargetIndex& t, int reader, const std::set<int>&
     int id = todo.back();
     todo.pop_back();
     if (inside.count(id)) {
-      if (t.g.ops[static_cast<size_t>(id)].name != "iterate") return false;
+      // The loop itself, or the matched op the loop takes its ids from (the
+      // hit list's `nonzero`, read by nothing but the loop).
+      const DataflowOp& in = t.g.ops[static_cast<size_t>(id)];
+      bool steers = in.name == "iterate" ||
+                    std::all_of(in.outputs.begin(), in.outputs.end(), [&](int out) {
+                      const std::vector<int>& next = t.readers[static_cast<size_t>(out)];
+                      return !next.empty() && std::all_of(next.begin(), next.end(), [&](int r) {
+                        return t.g.ops[static_cast<size_t>(r)].name == "iterate";
+                      });
+                    });
+      if (!steers) return false;
       continue;
     }
     if (!seen.insert(id).second) continue;
