@@ -8,7 +8,8 @@ What it does
     ranks that own their experts, sorted by local expert, with per-expert counts) ->
     `npu_grouped_matmul` (`group_list_type=1`) -> `npu_swiglu` -> `npu_grouped_matmul`
     -> `npu_moe_distribute_combine_v2` (results sent back and mixed with the routing
-    weights; a shared expert's output goes in as `shared_expert_x`).
+    weights). A shared expert computed on every rank is added after the call: the
+    combine's `shared_expert_x` is for shared experts on ranks of their own.
 Why
     In decode every rank holds a few tokens and a share of the experts. The MC2
     operators fuse the all-to-all with the sort and the weighted sum, so the expert
@@ -98,8 +99,8 @@ RULE = {
     SwiGLU MLP、对加权结果index_add_），当专家分布在多个EP rank上（ep > 1）时，建议改为参考
     移植的解码链：npu_moe_distribute_dispatch_v2（把token发往拥有其专家的rank，按本地专家排序
     并给出每个专家的token数）-> npu_grouped_matmul（group_list_type=1）-> npu_swiglu ->
-    npu_grouped_matmul -> npu_moe_distribute_combine_v2（结果发回并按路由权重加权求和；共享
-    专家的输出通过shared_expert_x传入）。
+    npu_grouped_matmul -> npu_moe_distribute_combine_v2（结果发回并按路由权重加权求和）。在每个
+    rank上计算的共享专家在调用后相加：combine的shared_expert_x用于部署在独立rank上的共享专家。
 原因
     解码时每个rank只有少量token和一部分专家。MC2算子把all-to-all与排序、加权求和融合在一起，
     专家通信与计算重叠，而不是在Python循环两侧各做一次集合通信。
