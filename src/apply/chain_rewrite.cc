@@ -23,10 +23,6 @@ using Range = plan::Candidate::SourceRange;
 
 bool holds(const ast::Node* n, const Range& r) { return n->begin <= r.begin && r.end <= n->end; }
 
-std::string text_of(const model::ModelFile& file, const ast::Node* n) {
-  return std::string(file.parsed->source.text().substr(n->begin, n->end - n->begin));
-}
-
 int line_of(const model::ModelFile& file, uint32_t offset) { return file.parsed->source.line_col(offset).line; }
 
 struct Refused {

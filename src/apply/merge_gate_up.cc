@@ -4,6 +4,7 @@
 
 #include "apply/chain_rewrite.h"
 #include "apply/source_functions.h"
+#include "apply/text_rule.h"
 #include "model/ast_walk.h"
 #include "rules/rule.h"
 
@@ -15,20 +16,13 @@ namespace ast = frontend::ast;
 // "self.gate_proj.weight" -> "gate_proj"; empty when the binding is not a
 // direct submodule's weight.
 std::string projection_of(const plan::Candidate& c, const std::string& parameter) {
-  for (const auto& [p, text] : c.apply_bindings) {
-    if (p != parameter) continue;
-    const std::string head = "self.", tail = ".weight";
-    if (text.size() <= head.size() + tail.size() || text.rfind(head, 0) != 0 ||
-        text.compare(text.size() - tail.size(), tail.size(), tail) != 0)
-      return "";
-    std::string name = text.substr(head.size(), text.size() - head.size() - tail.size());
-    return name.find('.') == std::string::npos ? name : "";
-  }
-  return "";
-}
-
-std::string text_of(const model::ModelFile& f, const ast::Node* n) {
-  return std::string(f.parsed->source.text().substr(n->begin, n->end - n->begin));
+  const std::string text = c.binding(parameter);
+  const std::string head = "self.", tail = ".weight";
+  if (text.size() <= head.size() + tail.size() || text.rfind(head, 0) != 0 ||
+      text.compare(text.size() - tail.size(), tail.size(), tail) != 0)
+    return "";
+  std::string name = text.substr(head.size(), text.size() - head.size() - tail.size());
+  return name.find('.') == std::string::npos ? name : "";
 }
 
 std::string hook_factory_text() {
@@ -44,18 +38,6 @@ std::string hook_factory_text() {
       kMergeHookName);
 }
 
-// The forward after the merge, as a rule-like `replace` the chain rewrite can bind.
-struct MergedForward {
-  model::SourceSet source = model::SourceSet::from_texts(
-      {{"<merge_gate_up>", "def replace(x, down_proj, gate_up_proj):\n"
-                           "    return down_proj(torch_npu.npu_swiglu(gate_up_proj(x), dim=-1))\n"}});
-  rules::Rule rule;
-  MergedForward() {
-    rule.id = "ffn.swiglu (merged gate_up)";
-    rule.file = source.files().front().get();
-    rule.replace = ast::as<ast::FunctionDef>(rule.file->parsed->module->body[0]);
-  }
-};
 
 }  // namespace
 
@@ -69,9 +51,7 @@ MergeGateUp merge_gate_up(const plan::Candidate& c, const model::SourceSet& sour
   };
   std::string gate = projection_of(c, "gate_weight"), up = projection_of(c, "up_weight"),
               down = projection_of(c, "down_weight");
-  std::string x;
-  for (const auto& [p, text] : c.apply_bindings)
-    if (p == "x") x = text;
+  std::string x = c.binding("x");
   if (gate.empty() || up.empty() || down.empty() || x.empty())
     return refuse("the gate, up and down weights are not direct submodules' weights (self.<name>.weight)");
   size_t dot = c.apply_function.find('.');
@@ -101,7 +81,9 @@ MergeGateUp merge_gate_up(const plan::Candidate& c, const model::SourceSet& sour
   if (taken) return refuse(fmt::format("{} already has an attribute {}", owner, merged));
 
   // The forward: the chain rewritten against the merged layer.
-  static const MergedForward merged_forward;
+  static const TextRule merged_forward("ffn.swiglu (merged gate_up)", "<merge_gate_up>",
+                                       "def replace(x, down_proj, gate_up_proj):\n"
+                                       "    return down_proj(torch_npu.npu_swiglu(gate_up_proj(x), dim=-1))\n");
   plan::Candidate bound = c;
   bound.apply_bindings = {{"x", x}, {"down_proj", "self." + down}, {"gate_up_proj", "self." + merged}};
   ChainRewrite forward_edit = rewrite_chain(bound, sources, merged_forward.rule);

@@ -143,6 +143,25 @@ PatchSet make_patches(const PatchRequest& request) {
   auto clashing = [&](const Edit& edit) {
     return std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, edit); });
   };
+  // A mechanical prerequisite done by a refactor (its edits, plus a helper
+  // needed once per file): taken unless refused or overlapping an earlier
+  // edit, which makes it a manual step.
+  auto take_refactor = [&](const plan::Candidate& c, const std::string& prerequisite, const std::vector<Edit>& edits,
+                           const Edit& helper, const std::string& refusal, const std::string& where) {
+    bool clash = std::any_of(edits.begin(), edits.end(), [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
+    if (!refusal.empty() || clash) {
+      std::string why = clash ? "its edits overlap another candidate's" : refusal;
+      out.manual.push_back(ManualStep{c.id, where, "prerequisite " + prerequisite + " not done: " + why});
+      out.skipped.push_back(c.id + ": prerequisites first (see the manual steps)");
+      return false;
+    }
+    chain_edits.insert(chain_edits.end(), edits.begin(), edits.end());
+    bool have_helper = std::any_of(helpers.begin(), helpers.end(),
+                                   [&](const Edit& h) { return h.file == helper.file && h.text == helper.text; });
+    if (!have_helper) helpers.push_back(helper);
+    out.applied.push_back(c.id);
+    return true;
+  };
   // One candidate: true when it became edits; otherwise the manual steps
   // and skipped lines say why.
   auto attempt = [&](const plan::Candidate* c) -> bool {
@@ -164,21 +183,9 @@ PatchSet make_patches(const PatchRequest& request) {
     }
     if (stack) {
       StackedExperts stacked = stack_expert_weights(*c, again.sources);
-      bool clash = std::any_of(stacked.edits.begin(), stacked.edits.end(),
-                               [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
-      if (!stacked.refusal.empty() || clash) {
-        std::string why = clash ? "its edits overlap another candidate's" : stacked.refusal;
-        out.manual.push_back(ManualStep{c->id, stacked.where, "prerequisite stack_expert_weights not done: " + why});
-        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
+      if (!take_refactor(*c, "stack_expert_weights", stacked.edits, stacked.helper, stacked.refusal, stacked.where))
         return false;
-      }
-      chain_edits.insert(chain_edits.end(), stacked.edits.begin(), stacked.edits.end());
       stacked_by[stacked.expert_class] = c->id;
-      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) {
-        return h.file == stacked.helper.file && h.text == stacked.helper.text;
-      });
-      if (!have_helper) helpers.push_back(stacked.helper);
-      out.applied.push_back(c->id);
       return true;
     }
     if (merge) {
@@ -190,19 +197,7 @@ PatchSet make_patches(const PatchRequest& request) {
         return false;
       }
       MergeGateUp merged = merge_gate_up(*c, again.sources);
-      bool clash = std::any_of(merged.edits.begin(), merged.edits.end(),
-                               [&](const Edit& m) { return clashing(m) != chain_edits.end(); });
-      if (!merged.refusal.empty() || clash) {
-        std::string why = clash ? "its edits overlap another candidate's" : merged.refusal;
-        out.manual.push_back(ManualStep{c->id, merged.where, "prerequisite merge_gate_up not done: " + why});
-        out.skipped.push_back(c->id + ": prerequisites first (see the manual steps)");
-        return false;
-      }
-      chain_edits.insert(chain_edits.end(), merged.edits.begin(), merged.edits.end());
-      bool have_helper = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) { return h.file == merged.helper.file; });
-      if (!have_helper) helpers.push_back(merged.helper);
-      out.applied.push_back(c->id);
-      return true;
+      return take_refactor(*c, "merge_gate_up", merged.edits, merged.helper, merged.refusal, merged.where);
     }
     if (threads_residual(*c)) {
       seams.push_back(c);

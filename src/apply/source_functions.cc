@@ -67,4 +67,13 @@ const ast::Assign* self_assignment(const ast::FunctionDef& fn, std::string_view 
   return nullptr;
 }
 
+std::string text_of(const model::ModelFile& file, const ast::Node* n) {
+  return std::string(file.parsed->source.text().substr(n->begin, n->end - n->begin));
+}
+
+bool is_docstring(const ast::stmt* s) {
+  auto* e = ast::as<ast::Expr>(s);
+  return e && ast::as<ast::Constant>(e->value);
+}
+
 }  // namespace npufuse::apply

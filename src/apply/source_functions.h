@@ -30,4 +30,10 @@ const frontend::ast::ClassDef* class_named(const model::ModelFile& file, std::st
 const frontend::ast::FunctionDef* method_named(const frontend::ast::ClassDef& cls, std::string_view name);
 const frontend::ast::Assign* self_assignment(const frontend::ast::FunctionDef& fn, std::string_view attribute);
 
+// The source text of a node of `file`.
+std::string text_of(const model::ModelFile& file, const frontend::ast::Node* n);
+
+// A statement that is a bare string literal (a docstring).
+bool is_docstring(const frontend::ast::stmt* s);
+
 }  // namespace npufuse::apply

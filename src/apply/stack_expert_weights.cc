@@ -6,6 +6,7 @@
 
 #include "apply/chain_rewrite.h"
 #include "apply/source_functions.h"
+#include "apply/text_rule.h"
 #include "model/ast_walk.h"
 #include "rules/rule.h"
 
@@ -13,16 +14,6 @@ namespace npufuse::apply {
 namespace {
 
 namespace ast = frontend::ast;
-
-std::string text_of(const model::ModelFile& f, const ast::Node* n) {
-  return std::string(f.parsed->source.text().substr(n->begin, n->end - n->begin));
-}
-
-std::string binding_of(const plan::Candidate& c, const std::string& parameter) {
-  for (const auto& [p, text] : c.apply_bindings)
-    if (p == parameter) return text;
-  return "";
-}
 
 // "self.experts[].gate_proj.weight" -> {"experts", "gate_proj"}.
 std::optional<std::pair<std::string, std::string>> expert_weight(const std::string& text) {
@@ -73,31 +64,22 @@ std::string hook_factory_text() {
       kStackHookName);
 }
 
-// The expert loop rewritten against the stacked weights, as a rule-like
-// `replace` the chain rewrite can bind.
-struct StackedForward {
-  model::SourceSet source = model::SourceSet::from_texts(
-      {{"<stack_expert_weights>",
-        "def replace(tokens, routing_weights, expert_ids, w_gate_up, w_down, num_experts, shared):\n"
-        "    rows, k = expert_ids.shape\n"
-        "    ids = expert_ids.to(torch.int32)\n"
-        "    sorted_rows, row_map, counts, _ = torch_npu.npu_moe_init_routing_v2(\n"
-        "        tokens, ids, active_num=rows * k, expert_num=num_experts, expert_tokens_num_type=1,\n"
-        "        expert_tokens_num_flag=True, active_expert_range=[0, num_experts])\n"
-        "    hidden = torch_npu.npu_grouped_matmul([sorted_rows], [w_gate_up], group_list=counts, group_type=0,\n"
-        "                                          group_list_type=1, split_item=2)[0]\n"
-        "    hidden = torch_npu.npu_swiglu(hidden, dim=-1)\n"
-        "    out = torch_npu.npu_grouped_matmul([hidden], [w_down], group_list=counts, group_type=0,\n"
-        "                                       group_list_type=1, split_item=2)[0]\n"
-        "    return torch_npu.npu_moe_finalize_routing(out, shared, None, None, routing_weights.to(out.dtype), row_map, ids,\n"
-        "                                              drop_pad_mode=2)\n"}});
-  rules::Rule rule;
-  StackedForward() {
-    rule.id = "moe.experts_grouped_matmul (stacked experts)";
-    rule.file = source.files().front().get();
-    rule.replace = ast::as<ast::FunctionDef>(rule.file->parsed->module->body[0]);
-  }
-};
+// The expert loop rewritten against the stacked weights.
+const char* const kStackedForward =
+    "def replace(tokens, routing_weights, expert_ids, w_gate_up, w_down, num_experts, shared):\n"
+    "    rows, k = expert_ids.shape\n"
+    "    ids = expert_ids.to(torch.int32)\n"
+    "    sorted_rows, row_map, counts, _ = torch_npu.npu_moe_init_routing_v2(\n"
+    "        tokens, ids, active_num=rows * k, expert_num=num_experts, expert_tokens_num_type=1,\n"
+    "        expert_tokens_num_flag=True, active_expert_range=[0, num_experts])\n"
+    "    hidden = torch_npu.npu_grouped_matmul([sorted_rows], [w_gate_up], group_list=counts, group_type=0,\n"
+    "                                          group_list_type=1, split_item=2)[0]\n"
+    "    hidden = torch_npu.npu_swiglu(hidden, dim=-1)\n"
+    "    out = torch_npu.npu_grouped_matmul([hidden], [w_down], group_list=counts, group_type=0,\n"
+    "                                       group_list_type=1, split_item=2)[0]\n"
+    "    return torch_npu.npu_moe_finalize_routing(out, shared, None, None, routing_weights.to(out.dtype), row_map, ids,\n"
+    "                                              drop_pad_mode=2)\n";
+
 
 }  // namespace
 
@@ -110,13 +92,13 @@ StackedExperts stack_expert_weights(const plan::Candidate& c, const model::Sourc
     return out;
   };
   if (c.rule != "moe.experts_grouped_matmul") return refuse(fmt::format("apply stacks experts only for moe.experts_grouped_matmul"));
-  auto gate = expert_weight(binding_of(c, "gate_weights"));
-  auto up = expert_weight(binding_of(c, "up_weights"));
-  auto down = expert_weight(binding_of(c, "down_weights"));
+  auto gate = expert_weight(c.binding("gate_weights"));
+  auto up = expert_weight(c.binding("up_weights"));
+  auto down = expert_weight(c.binding("down_weights"));
   if (!gate || !up || !down || gate->first != up->first || gate->first != down->first)
     return refuse("the expert weights are not self.<experts>[e].<projection>.weight of one module list");
   const std::string list = gate->first;
-  const std::string num_experts = binding_of(c, "num_experts");
+  const std::string num_experts = c.binding("num_experts");
   if (num_experts.empty())
     return refuse("the loop's expert count is not bound (it runs over a slice of the experts?): which experts this module "
                   "holds is not known");
@@ -170,7 +152,7 @@ StackedExperts stack_expert_weights(const plan::Candidate& c, const model::Sourc
     return refuse(fmt::format("{} holds more than its gate, up and down projections ({}): stacking would drop them", expert,
                               extra.empty() ? fmt::format("{} linear layers", layers) : extra));
   // The forward against the stacked weights.
-  static const StackedForward stacked;
+  static const TextRule stacked("moe.experts_grouped_matmul (stacked experts)", "<stack_expert_weights>", kStackedForward);
   plan::Candidate bound = c;
   bound.apply_bindings.clear();
   bound.apply_binding_origins.clear();
@@ -185,7 +167,7 @@ StackedExperts stack_expert_weights(const plan::Candidate& c, const model::Sourc
   bound.apply_binding_origins.emplace_back();
   bound.apply_bindings.emplace_back("w_down", "self.npu_w_down");
   bound.apply_binding_origins.emplace_back();
-  if (binding_of(c, "shared").empty()) {
+  if (c.binding("shared").empty()) {
     bound.apply_bindings.emplace_back("shared", "None");
     bound.apply_binding_origins.emplace_back();
   }

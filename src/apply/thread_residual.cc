@@ -23,16 +23,7 @@ struct Refusal {
   std::string why, where;
 };
 
-std::string text_of(const model::ModelFile& f, const ast::Node* n) {
-  return std::string(f.parsed->source.text().substr(n->begin, n->end - n->begin));
-}
-
 std::string place(const model::ModelFile& f, const ast::Node* n) { return fmt::format("{}:{}", f.path, n->lineno); }
-
-bool is_docstring(const ast::stmt* s) {
-  auto* e = ast::as<ast::Expr>(s);
-  return e && ast::as<ast::Constant>(e->value);
-}
 
 bool nested_scope(const ast::Node* n) {
   return ast::as<ast::FunctionDef>(n) || ast::as<ast::AsyncFunctionDef>(n) || ast::as<ast::Lambda>(n) ||
@@ -113,12 +104,6 @@ std::optional<std::pair<std::string, std::string>> norm_attribute(const std::str
   return std::make_pair(rest.substr(0, dot), rest.substr(dot + 1));
 }
 
-std::string binding(const plan::Candidate& c, const std::string& parameter) {
-  for (const auto& [p, text] : c.apply_bindings)
-    if (p == parameter) return text;
-  return "";
-}
-
 // The fused norm's weight and eps as the caller of the norm module spells
 // them (`self.<attr>.weight`), and the norm attribute; or why not.
 struct NormSpelling {
@@ -126,16 +111,16 @@ struct NormSpelling {
 };
 
 std::optional<NormSpelling> norm_spelling(const plan::Candidate& c, std::string& why) {
-  auto weight = norm_attribute(binding(c, "weight"));
+  auto weight = norm_attribute(c.binding("weight"));
   if (!weight) {
-    why = fmt::format("the norm's weight ({}) is not a norm submodule's parameter", binding(c, "weight"));
+    why = fmt::format("the norm's weight ({}) is not a norm submodule's parameter", c.binding("weight"));
     return std::nullopt;
   }
   NormSpelling out{weight->first, fmt::format("self.{}.{}", weight->first, weight->second), ""};
-  std::string eps = binding(c, "eps");
+  std::string eps = c.binding("eps");
   if (auto e = norm_attribute(eps)) {
     if (e->first != weight->first) {
-      why = fmt::format("the norm's weight and eps belong to different modules ({} and {})", binding(c, "weight"), eps);
+      why = fmt::format("the norm's weight and eps belong to different modules ({} and {})", c.binding("weight"), eps);
       return std::nullopt;
     }
     out.eps = fmt::format("self.{}.{}", e->first, e->second);

@@ -1,5 +1,6 @@
 #include "apply/torch_npu_import.h"
 
+#include "apply/source_functions.h"
 #include "frontend/ast.h"
 
 namespace npufuse::apply {
@@ -12,11 +13,6 @@ bool imports_torch_npu(const ast::stmt* s) {
     for (const ast::alias* a : imp->names)
       if (a->name == "torch_npu" && !ast::present(a->asname)) return true;
   return false;
-}
-
-bool is_docstring(const ast::stmt* s) {
-  auto* e = ast::as<ast::Expr>(s);
-  return e && ast::as<ast::Constant>(e->value);
 }
 
 }  // namespace

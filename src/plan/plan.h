@@ -129,6 +129,13 @@ struct Candidate {
     SourceRange range;
   };
   std::vector<BindingOrigin> apply_binding_origins;
+
+  // The model expression bound to a replace parameter; empty when unbound.
+  std::string binding(const std::string& parameter) const {
+    for (const auto& [p, text] : apply_bindings)
+      if (p == parameter) return text;
+    return "";
+  }
 };
 
 // Step 4: the four review items of the analysis stage.

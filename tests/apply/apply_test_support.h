@@ -2,10 +2,17 @@
 // Shared by the apply tests: scratch directories and running a shell command.
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include "plan/analyze.h"
+#include "report/plan_json.h"
 #include "util/file_io.h"
 
 namespace npufuse::apply::testing {
@@ -29,5 +36,33 @@ class ScratchDir {
 inline int shell(const std::string& command) { return std::system(command.c_str()); }
 
 inline std::string source_path(const std::string& rel) { return std::string(NPUFUSE_SOURCE_DIR) + "/" + rel; }
+
+// `text` with its first `from` replaced by `to`; a fixture text not found fails the test.
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "fixture text not found: " << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+inline bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// tests/models/<model>'s model.py, edited by `edit`, and its config.json
+// copied into `dir`, analysed into dir/plan.json; returns the plan's path.
+inline std::string plan_for_model_copy(const ScratchDir& dir, const std::string& model,
+                                       const std::function<std::string(std::string)>& edit = nullptr) {
+  std::string text = read_file(source_path("tests/models/" + model + "/model.py"));
+  if (edit) text = edit(text);
+  write_file_atomic(dir.file("model.py"), text);
+  std::filesystem::copy_file(source_path("tests/models/" + model + "/config.json"), dir.file("config.json"),
+                             std::filesystem::copy_options::overwrite_existing);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.config = dir.file("config.json");
+  write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
+  return dir.file("plan.json");
+}
 
 }  // namespace npufuse::apply::testing

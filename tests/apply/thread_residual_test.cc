@@ -19,27 +19,12 @@ namespace npufuse::apply {
 namespace {
 
 using testing::ScratchDir;
+using testing::contains;
+using testing::replaced;
 using testing::source_path;
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << "fixture text not found: " << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
-// The llama-like model, edited by `edit`, analysed into dir/plan.json.
 std::string plan_for(const ScratchDir& dir, const std::function<std::string(std::string)>& edit = nullptr) {
-  std::string model = read_file(source_path("tests/models/llama_like/model.py"));
-  if (edit) model = edit(model);
-  write_file_atomic(dir.file("model.py"), model);
-  std::filesystem::copy_file(source_path("tests/models/llama_like/config.json"), dir.file("config.json"),
-                             std::filesystem::copy_options::overwrite_existing);
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  o.config = dir.file("config.json");
-  write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
-  return dir.file("plan.json");
+  return testing::plan_for_model_copy(dir, "llama_like", edit);
 }
 
 // The plan's add_rms_norm candidates across the layer loop: into the next
@@ -69,7 +54,6 @@ std::string manual_text(const PatchSet& set) {
   return out;
 }
 
-bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 TEST(ThreadResidual, TheLayerTakesAndReturnsThePendingResidualAndTheLoopThreadsIt) {
   ScratchDir dir("thread_both");
