@@ -3,7 +3,8 @@
 What it does
     Finds cos/sin recomputed from `inv_freq` and `position_ids` inside a forward
     (`freqs = inv_freq[None, :, None] @ position_ids[:, None, :]`, `emb = cat(freqs,
-    freqs)`, `emb.cos()`, `emb.sin()`). It proposes the prerequisite refactor every fused
+    freqs)`, `emb.cos()`, `emb.sin()`; the outer product may also be a broadcast through
+    `inv_freq.view(1, 1, -1)` or `einsum("bs,d->bsd", ...)`). It proposes the prerequisite refactor every fused
     RoPE operator relies on: `cos_cached`/`sin_cached` registered as buffers at init over
     all positions, and one `index_select` by `position_ids` per model forward, handed to
     the layers.
@@ -61,7 +62,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 7, "D": 64, "MAXPOS": 128},
     "dtypes": ["float32"],
-    "match": {"explain": [{"when": "expected unsqueeze(...), found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
+    "match": {"explain": [{"when": "found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
     "near_misses": [
         {"file": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py",
          "reason": "inv_freq is rescaled from the current sequence length (dynamic NTK): a fixed cache would use stale frequencies"},
@@ -70,7 +71,8 @@ RULE = {
 
 功能
     识别在前向中由inv_freq和position_ids重新计算cos/sin的写法（freqs = inv_freq[None, :, None]
-    @ position_ids[:, None, :]，emb = cat(freqs, freqs)，emb.cos()，emb.sin()）。建议做所有
+    @ position_ids[:, None, :]，emb = cat(freqs, freqs)，emb.cos()，emb.sin()；外积也可以写成
+    经inv_freq.view(1, 1, -1)的广播或einsum("bs,d->bsd", ...)）。建议做所有
     融合RoPE算子都依赖的前置改造：初始化时对所有位置注册cos_cached/sin_cached缓冲区，每次
     模型前向按position_ids做一次index_select并传给各层。
 原因
@@ -105,6 +107,20 @@ def search(inv_freq, position_ids, max_position_embeddings):
 
 def search_outer(inv_freq, position_ids, max_position_embeddings):
     freqs = position_ids.float()[..., None] * inv_freq[None, None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def search_view(inv_freq, position_ids, max_position_embeddings):
+    # The frequencies broadcast by a view that adds the two leading unit axes.
+    angles = position_ids.float().unsqueeze(-1) * inv_freq.float().view(1, 1, -1)
+    emb = torch.cat((angles, angles), dim=-1)
+    return emb.cos(), emb.sin()
+
+
+def search_einsum(inv_freq, position_ids, max_position_embeddings):
+    # The outer product spelt as an einsum over [B, S] positions.
+    freqs = torch.einsum("bs,d->bsd", position_ids.float(), inv_freq)
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
 
