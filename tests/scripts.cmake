@@ -65,7 +65,7 @@ add_test(NAME compare_ports
 # copy parses, the diff passes `git apply --check`, and with the CPU stand-in
 # torch_npu the patched model computes the original's logits (each operator
 # the patch calls, made wrong in turn, must be caught).
-foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style llama_like qwen3_like
+foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
                qwen3_moe_like vllm_style)
   add_test(NAME apply_patched_model_${_model}
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
@@ -100,7 +100,7 @@ add_test(NAME apply_verify_alternative
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case alternative)
 set_tests_properties(apply_verify_alternative PROPERTIES TIMEOUT 900)
-foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style llama_like qwen3_like
+foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
                qwen3_moe_like vllm_style)
   add_test(NAME apply_verify_${_model}
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py

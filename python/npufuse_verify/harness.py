@@ -71,6 +71,11 @@ def call_plan(function, arguments, inputs, is_method):
         if rule_param not in inputs:
             raise CutUnavailable(f"the rule binds {rule_param}, which RULE['inputs'] does not describe")
         value = inputs[rule_param]
+        if not spelling:
+            # Bound to nothing in the model's code (the rotary tables'
+            # length, which apply finds in __init__): the original function
+            # does not take it.
+            continue
         if spelling in names:
             kwargs[spelling] = value
         elif is_method and spelling.startswith("self.") and _is_identifier_path(spelling):

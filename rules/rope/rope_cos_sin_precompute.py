@@ -20,8 +20,8 @@ Example
     return angles.cos(), angles.sin()
 Use instead
     # __init__: emb over arange(max_position_embeddings); register_buffer cos_cached, sin_cached
-    cos = torch.index_select(self.cos_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
-    sin = torch.index_select(self.sin_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
+    cos = torch.index_select(self.cos_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
+    sin = torch.index_select(self.sin_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
 Fix safety
     Needs prerequisites (mechanical, no operator of its own): the cache must cover
     max_position_embeddings, and scaled RoPE variants (linear, dynamic NTK, YaRN,
@@ -62,6 +62,14 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 7, "D": 64, "MAXPOS": 128},
     "dtypes": ["float32"],
+    # apply builds the tables once, at the end of the rotary class's __init__.
+    "apply": {
+        "built_once": ["cos_cached", "sin_cached"],
+        "init_bindings": {"max_position_embeddings": [
+            "max_position_embeddings", "self.max_position_embeddings", "self.max_seq_len_cached",
+            "config.max_position_embeddings", "cfg.max_position_embeddings", "args.max_position_embeddings",
+            "args.max_seq_len"]},
+    },
     "match": {"explain": [{"when": "found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
     "near_misses": [
         {"file": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py",
@@ -85,8 +93,8 @@ RULE = {
     return angles.cos(), angles.sin()
 替代写法
     # __init__：对arange(max_position_embeddings)计算emb；register_buffer cos_cached、sin_cached
-    cos = torch.index_select(self.cos_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
-    sin = torch.index_select(self.sin_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
+    cos = torch.index_select(self.cos_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
+    sin = torch.index_select(self.sin_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
 修复安全性
     需要前置改造（可机械完成，本身不对应算子）：缓存须覆盖max_position_embeddings；缩放RoPE
     变体（linear、动态NTK、YaRN、Llama-3频率缩放）须先并入inv_freq及注意力因子再缓存。动态
@@ -131,6 +139,6 @@ def replace(inv_freq, position_ids, max_position_embeddings):
     emb = torch.cat((freqs, freqs), dim=-1)
     cos_cached = emb.cos()
     sin_cached = emb.sin()
-    cos = torch.index_select(cos_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
-    sin = torch.index_select(sin_cached, 0, position_ids.view(-1)).view(*position_ids.shape, -1)
+    cos = torch.index_select(cos_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
+    sin = torch.index_select(sin_cached, 0, position_ids.reshape(-1)).view(*position_ids.shape, -1)
     return cos, sin

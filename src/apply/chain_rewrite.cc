@@ -214,7 +214,10 @@ std::string fresh(const std::string& base, std::set<std::string>& taken) {
 
 // The name `s` binds `value` to, when `s` is `NAME = value` or one element
 // of `A, B = x, y`; empty otherwise.
-std::string bound_name(const ast::stmt* s, const Range& value) {
+// `value_name` is the dataflow's name for the result: one call with several
+// results unpacked at once (`weights, ids = torch.topk(...)`) gives each its
+// element of the target tuple by that name.
+std::string bound_name(const ast::stmt* s, const Range& value, const std::string& value_name) {
   auto same = [&](const ast::expr* e) { return e && e->begin == value.begin && e->end == value.end; };
   const ast::expr* target = nullptr;
   const ast::expr* rhs = nullptr;
@@ -224,6 +227,11 @@ std::string bound_name(const ast::stmt* s, const Range& value) {
   if (same(rhs))
     if (auto* name = ast::as<ast::Name>(target)) return std::string(name->id);
   auto* targets = ast::as<ast::Tuple>(target);
+  // (the unpacking's range is the whole statement's)
+  bool whole = s->begin == value.begin && s->end == value.end;
+  if (targets && (same(rhs) || whole))
+    for (const ast::expr* t : targets->elts)
+      if (auto* name = ast::as<ast::Name>(t); name && !value_name.empty() && name->id == value_name) return value_name;
   auto* values = ast::as<ast::Tuple>(rhs);
   if (!targets || !values || targets->elts.size != values->elts.size) return "";
   for (size_t i = 0; i < values->elts.size; ++i)
@@ -413,6 +421,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       returned = values[i]->begin == outputs[i].begin && values[i]->end == outputs[i].end;
   }
   std::map<const ast::stmt*, KeptStatement> kept;
+  const ast::stmt* shared_result = nullptr;  // a kept statement whose one expression gives several results
   // With copies in the run, each result goes to a temporary and is bound to
   // its name where its statement was, so a copy sees what it saw before.
   struct OrderedLine {
@@ -423,9 +432,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   std::vector<OrderedLine> ordered;
   if (!copies.empty()) {
     if (returned) return Refused{"a copy statement sits before the chain's return; edit it by hand", here};
-    for (const Range& out : outputs) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
-      std::string name = bound_name(s, out);
+      std::string name = bound_name(s, out, o < c.apply_output_names.size() ? c.apply_output_names[o] : "");
       if (name.empty())
         return Refused{fmt::format("{}:{}: with a copy statement in between, each result must be assigned to a name",
                                    file->path, s->lineno), here};
@@ -440,7 +450,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     for (size_t o = 0; o < outputs.size(); ++o) {
       const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
-      std::string name = bound_name(s, out);
+      std::string name = bound_name(s, out, o < c.apply_output_names.size() ? c.apply_output_names[o] : "");
       // The value a whole loop leaves in a name (an expert loop's sum): that name.
       if (name.empty() && whole_loop_of_chain(s, local) && s->begin == out.begin && s->end == out.end) {
         name = o < c.apply_output_names.size() ? c.apply_output_names[o] : "";
@@ -455,6 +465,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
         continue;
       }
       if (name.empty()) {
+        // Two results of one expression left in place would overwrite each
+        // other's text (refused below, after the more specific reasons).
+        for (const auto& [other, _] : kept[s].results)
+          if (other.begin < out.end && out.begin < other.end && !shared_result) shared_result = s;
         name = fresh("npu_result", request.taken_names);
         kept[s].results.emplace_back(out, name);
       }
@@ -544,6 +558,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     request.arguments = arguments_in(*fn, c, sources, missing);
     if (!missing.empty()) return Refused{missing, here};
   }
+  // A parameter the match bound to nothing (the rotary tables' length) has
+  // no call-time spelling; module_buffer may find it in __init__.
+  for (auto it = request.arguments.begin(); it != request.arguments.end();)
+    it = it->second.empty() ? request.arguments.erase(it) : std::next(it);
   // The replacement runs before the kept statements: a binding must not
   // read a name one of them assigns.
   std::set<std::string> assigned_by_kept;
@@ -568,9 +586,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   if (request.indent.find_first_not_of(" \t") != std::string::npos)
     return Refused{fmt::format("{}:{} shares its line with other code", file->path, run.front()->lineno), here};
 
-  ModuleBuffers buffers = module_buffers(*fn, sources, constant_locals(*rule.replace, rule.file->parsed->source), c.id);
+  ModuleBuffers buffers = module_buffers(*fn, sources, rule, request.arguments, c.id);
   if (!buffers.refusal.empty()) return Refused{buffers.refusal, here};
   request.module_reads = buffers.reads;
+  request.left_out = buffers.left_out;
 
   // A binding the analysis spelt itself (an op's name, not model code)
   // would be an undefined name in the patched file.
@@ -594,6 +613,9 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
                        here};
   }
 
+  if (shared_result)
+    return Refused{fmt::format("{}:{}: one expression gives several of the chain's results; assign each to a name",
+                               file->path, shared_result->lineno), here};
   std::string replaced;
   try {
     replaced = replacement_text(request);

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <set>
+#include <algorithm>
+#include <optional>
 
 #include "model/ast_walk.h"
 
@@ -11,69 +12,385 @@ namespace {
 
 namespace ast = frontend::ast;
 
-std::set<std::string> reads_of(const ast::Node* n) {
+std::set<std::string> names_of(const ast::Node* n, ast::expr_context ctx) {
   std::set<std::string> out;
   model::walk(n, [&](const ast::Node* x) {
-    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load) out.insert(std::string(name->id));
+    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ctx) out.insert(std::string(name->id));
     return true;
   });
   return out;
 }
 
-}  // namespace
+std::string first_param(const ast::FunctionDef& fn) {
+  return fn.args->args.size ? std::string(fn.args->args[0]->arg) : std::string();
+}
 
-std::vector<ConstantLocal> constant_locals(const ast::FunctionDef& replace, const frontend::SourceFile& rule_source) {
-  // Parameters and every local: a buffer's value is built in __init__, where
-  // none of them exists, so it may read none (a local made from a constant
-  // stays in the replacement, reading the buffer).
-  std::set<std::string> varying;
-  for (const ast::arg* a : replace.args->args) varying.insert(std::string(a->arg));
-  for (const ast::arg* a : replace.args->kwonlyargs) varying.insert(std::string(a->arg));
-  std::vector<ConstantLocal> out;
-  for (const ast::stmt* s : replace.body) {
-    auto* assign = ast::as<ast::Assign>(s);
-    if (!assign) continue;
-    bool constant = assign->targets.size == 1 && ast::as<ast::Name>(assign->targets[0]);
-    for (const std::string& read : reads_of(assign->value)) constant = constant && !varying.count(read);
-    std::string_view text = rule_source.text();
-    if (constant)
-      out.push_back(ConstantLocal{std::string(ast::as<ast::Name>(assign->targets[0])->id),
-                                  std::string(text.substr(assign->value->begin, assign->value->end - assign->value->begin))});
-    for (const ast::expr* t : assign->targets)
-      model::walk(t, [&](const ast::Node* x) {
-        if (auto* name = ast::as<ast::Name>(x)) varying.insert(std::string(name->id));
+bool is_name(const ast::expr* e, std::string_view id) {
+  auto* name = ast::as<ast::Name>(e);
+  return name && name->id == id;
+}
+
+// `<self>.<attr>`, for the method's own first parameter.
+bool is_self_attribute(const ast::expr* e, const std::string& self, std::string_view attr) {
+  auto* a = ast::as<ast::Attribute>(e);
+  return a && a->attr == attr && is_name(a->value, self);
+}
+
+bool is_string(const ast::expr* e, std::string_view text) {
+  auto* c = ast::as<ast::Constant>(e);
+  return c && c->value.kind == ast::ConstantKind::Str && ast::constant_string(c->value) == text;
+}
+
+// `<self>.register_buffer("attr", ...)` (or register_parameter, or
+// setattr(<self>, "attr", ...)): the call, or null.
+const ast::Call* registration(const ast::Node* n, const std::string& self, std::string_view attr) {
+  auto* call = ast::as<ast::Call>(n);
+  if (!call) return nullptr;
+  if (auto* f = ast::as<ast::Attribute>(call->func);
+      f && is_name(f->value, self) && (f->attr == "register_buffer" || f->attr == "register_parameter"))
+    return call->args.size && is_string(call->args[0], attr) ? call : nullptr;
+  if (is_name(call->func, "setattr") && call->args.size >= 2 && is_name(call->args[0], self) && is_string(call->args[1], attr))
+    return call;
+  return nullptr;
+}
+
+// The line at which a method of `cls` other than __init__ sets or changes
+// `self.<attr>` in place (`self.inv_freq = ...`, `self.inv_freq.copy_(...)`),
+// or 0.
+int changed_outside_init(const ast::ClassDef& cls, std::string_view attr) {
+  int line = 0;
+  for (const ast::stmt* s : cls.body) {
+    auto* method = ast::as<ast::FunctionDef>(s);
+    if (!method || method->name == "__init__") continue;
+    std::string self = first_param(*method);
+    model::walk(method, [&](const ast::Node* x) {
+      if (line) return false;
+      if (auto* a = ast::as<ast::Attribute>(x); a && a->ctx != ast::expr_context::Load && is_self_attribute(a, self, attr))
+        line = static_cast<int>(a->lineno);
+      if (registration(x, self, attr)) line = static_cast<int>(x->lineno);
+      if (auto* call = ast::as<ast::Call>(x))
+        if (auto* f = ast::as<ast::Attribute>(call->func); f && !f->attr.empty() && f->attr.back() == '_' &&
+                                                           is_self_attribute(f->value, self, attr))
+          line = static_cast<int>(call->lineno);
+      return true;
+    });
+    if (line) break;
+  }
+  return line;
+}
+
+bool is_parameter_call(const ast::expr* e) {
+  auto* call = ast::as<ast::Call>(e);
+  if (!call) return false;
+  if (auto* n = ast::as<ast::Name>(call->func)) return n->id == "Parameter";
+  auto* a = ast::as<ast::Attribute>(call->func);
+  return a && a->attr == "Parameter";
+}
+
+struct ClassAt {
+  const model::ModelFile* file = nullptr;
+  const ast::ClassDef* cls = nullptr;
+  const ast::FunctionDef* init = nullptr;
+  std::string name;
+};
+
+// Why `self.<attr>` is not a value fixed once __init__ has run, or "".
+std::string not_fixed_at_init(const ClassAt& at, std::string_view attr) {
+  std::string self = first_param(*at.init);
+  std::string how;  // how __init__ sets it: "" (not at all), "ok" or the reason it is not fixed
+  model::walk(at.init, [&](const ast::Node* x) {
+    if (auto* assign = ast::as<ast::Assign>(x))
+      for (const ast::expr* t : assign->targets)
+        if (is_self_attribute(t, self, attr))
+          how = is_parameter_call(assign->value) ? "it is an nn.Parameter, which loading weights replaces" : "ok";
+    if (const ast::Call* call = registration(x, self, attr)) {
+      auto* f = ast::as<ast::Attribute>(call->func);
+      bool persistent = true;
+      if (call->args.size >= 3)
+        if (auto* c = ast::as<ast::Constant>(call->args[2]); c && c->value.kind == ast::ConstantKind::False) persistent = false;
+      for (const ast::keyword* k : call->keywords)
+        if (ast::present(k->arg) && std::string(k->arg) == "persistent")
+          if (auto* c = ast::as<ast::Constant>(k->value); c && c->value.kind == ast::ConstantKind::False) persistent = false;
+      if (!f || f->attr != "register_buffer") how = "it is registered as a parameter, which loading weights replaces";
+      else if (persistent) how = "it is a persistent buffer, which a checkpoint loaded after __init__ may replace";
+      else how = "ok";
+    }
+    return true;
+  });
+  if (how.empty()) return fmt::format("{}.__init__ does not set self.{}", at.name, attr);
+  if (how != "ok") return fmt::format("self.{}: {}", attr, how);
+  if (int line = changed_outside_init(*at.cls, attr))
+    return fmt::format("self.{} is changed after __init__, at {}:{}", attr, at.file->path, line);
+  return "";
+}
+
+// Whether some file of `sources` reads an attribute `attr` of anything, or
+// declares a class-level field of that name (a config's dataclass field).
+bool attribute_known(const model::SourceSet& sources, std::string_view attr) {
+  bool known = false;
+  for (const auto& f : sources.files()) {
+    model::walk(f->parsed->module, [&](const ast::Node* x) {
+      if (known) return false;
+      if (auto* a = ast::as<ast::Attribute>(x); a && a->attr == attr) known = true;
+      if (auto* cls = ast::as<ast::ClassDef>(x))
+        for (const ast::stmt* s : cls->body) {
+          if (auto* ann = ast::as<ast::AnnAssign>(s); ann && is_name(ann->target, attr)) known = true;
+          if (auto* assign = ast::as<ast::Assign>(s))
+            for (const ast::expr* t : assign->targets) known = known || is_name(t, attr);
+        }
+      return true;
+    });
+    if (known) break;
+  }
+  return known;
+}
+
+std::set<std::string> parameters_of(const ast::FunctionDef& fn) {
+  std::set<std::string> out;
+  for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));
+  for (const ast::arg* a : fn.args->kwonlyargs) out.insert(std::string(a->arg));
+  return out;
+}
+
+// `spelling` ("max_position_embeddings", "self.max_seq_len_cached",
+// "config.max_position_embeddings") as a value in at.init's last line, or
+// why not.
+std::string spelling_unusable(const ClassAt& at, const model::SourceSet& sources, const std::string& spelling) {
+  size_t dot = spelling.find('.');
+  std::set<std::string> params = parameters_of(*at.init);
+  if (dot == std::string::npos)
+    return params.count(spelling) ? "" : fmt::format("{}.__init__ has no parameter {}", at.name, spelling);
+  std::string base = spelling.substr(0, dot), attr = spelling.substr(dot + 1);
+  if (base == first_param(*at.init)) return not_fixed_at_init(at, attr);
+  if (!params.count(base)) return fmt::format("{}.__init__ has no parameter {}", at.name, base);
+  if (!attribute_known(sources, attr)) return fmt::format("no file defines or reads an attribute {}", attr);
+  return "";
+}
+
+// Every name used in `fn` (parameters, locals, globals it reads).
+std::set<std::string> names_in_function(const ast::FunctionDef& fn) {
+  std::set<std::string> out = parameters_of(fn);
+  model::walk(&fn, [&](const ast::Node* x) {
+    if (auto* name = ast::as<ast::Name>(x)) out.insert(std::string(name->id));
+    return true;
+  });
+  return out;
+}
+
+// Every attribute the class's methods read or set on self, its methods and
+// class-level names, and the buffers it registers.
+std::set<std::string> attributes_of(const ast::ClassDef& cls) {
+  std::set<std::string> out;
+  for (const ast::stmt* s : cls.body) {
+    if (auto* def = ast::as<ast::FunctionDef>(s)) {
+      out.insert(std::string(def->name));
+      std::string self = first_param(*def);
+      model::walk(def, [&](const ast::Node* x) {
+        if (auto* a = ast::as<ast::Attribute>(x); a && is_name(a->value, self)) out.insert(std::string(a->attr));
+        if (auto* call = ast::as<ast::Call>(x))
+          if (auto* f = ast::as<ast::Attribute>(call->func); f && f->attr == "register_buffer" && call->args.size)
+            if (auto* c = ast::as<ast::Constant>(call->args[0]); c && c->value.kind == ast::ConstantKind::Str)
+              out.insert(ast::constant_string(c->value));
         return true;
       });
+    }
+    for (const std::string& n : names_of(s, ast::expr_context::Store)) out.insert(n);
   }
   return out;
 }
 
-ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources,
-                             const std::vector<ConstantLocal>& constants, const std::string& candidate) {
+std::string fresh(const std::string& name, const std::set<std::string>& taken) {
+  if (!taken.count(name)) return name;
+  std::string candidate = "npu_" + name;
+  for (int n = 2; taken.count(candidate); ++n) candidate = fmt::format("npu_{}_{}", name, n);
+  return candidate;
+}
+
+// `value`'s text with each name of `names` read replaced by its spelling.
+std::string substituted(std::string_view source, const ast::expr* value, const std::map<std::string, std::string>& names) {
+  std::vector<std::pair<const ast::Name*, const std::string*>> at;
+  model::walk(value, [&](const ast::Node* x) {
+    if (auto* n = ast::as<ast::Name>(x); n && n->ctx == ast::expr_context::Load)
+      if (auto it = names.find(std::string(n->id)); it != names.end()) at.emplace_back(n, &it->second);
+    return true;
+  });
+  std::sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first->begin < b.first->begin; });
+  std::string out;
+  uint32_t from = value->begin;
+  for (const auto& [n, text] : at) {
+    out.append(source.substr(from, n->begin - from));
+    out += *text;
+    from = n->end;
+  }
+  out.append(source.substr(from, value->end - from));
+  return out;
+}
+
+// Decorators that leave the module's state alone.
+bool harmless_decorator(const model::ModelFile& file, const ast::expr* d) {
+  std::string text = text_of(file, d);
+  return text == "torch.no_grad()" || text == "torch.inference_mode()" || text == "no_grad()" || text == "torch.no_grad" ||
+         text == "staticmethod";
+}
+
+}  // namespace
+
+InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::string>& init_params,
+                          const std::map<std::string, std::string>& why_not) {
+  InitSplit out;
+  for (const std::string& p : parameters_of(replace))
+    if (!init_params.count(p)) {
+      auto it = why_not.find(p);
+      out.call_time[p] = it != why_not.end() ? it->second : p + " is known only when the chain runs";
+    }
+  std::vector<InitStatement> found;
+  std::vector<const ast::stmt*> call_time_statements;
+  for (const ast::stmt* s : replace.body) {
+    if (is_docstring(s)) continue;
+    auto* assign = ast::as<ast::Assign>(s);
+    const ast::Name* target = assign && assign->targets.size == 1 ? ast::as<ast::Name>(assign->targets[0]) : nullptr;
+    std::string because;
+    for (const std::string& read : names_of(s, ast::expr_context::Load))
+      if (auto it = out.call_time.find(read); it != out.call_time.end() && because.empty()) because = it->second;
+    bool assigned_before = target && std::any_of(found.begin(), found.end(), [&](const InitStatement& i) { return i.name == target->id; });
+    if (target && because.empty() && !assigned_before) {
+      found.push_back(InitStatement{std::string(target->id), assign->value, false});
+      continue;
+    }
+    if (because.empty()) because = "assigned by a statement that runs with the chain";
+    for (const std::string& stored : names_of(s, ast::expr_context::Store)) out.call_time.emplace(stored, because);
+    call_time_statements.push_back(s);
+  }
+  // Buffers: what the call-time part reads. Then, backwards, the locals of
+  // __init__ a needed statement reads.
+  std::set<std::string> read_at_call;
+  for (const ast::stmt* s : call_time_statements)
+    for (const std::string& n : names_of(s, ast::expr_context::Load)) read_at_call.insert(n);
+  std::set<std::string> needed;
+  for (auto i = found.rbegin(); i != found.rend(); ++i) {
+    i->buffer = read_at_call.count(i->name) > 0;
+    if (!i->buffer && !needed.count(i->name)) continue;
+    needed.insert(i->name);
+    for (const std::string& n : names_of(i->value, ast::expr_context::Load)) needed.insert(n);
+  }
+  for (InitStatement& i : found)
+    if (needed.count(i.name)) out.statements.push_back(std::move(i));
+    else out.call_time.emplace(i.name, "needed by no value built once");
+  return out;
+}
+
+ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
+                             const std::map<std::string, std::string>& arguments, const std::string& candidate) {
   ModuleBuffers out;
-  if (constants.empty()) return out;
+  const ast::FunctionDef& replace = *rule.replace;
+  std::string_view rule_text = rule.file->parsed->source.text();
+  InitSplit constants = split_init_time(replace, {}, {});
+  if (constants.statements.empty() && rule.built_once.empty()) return out;
+  const std::string first = !constants.statements.empty() ? constants.statements.front().name : rule.built_once.front();
   if (!fn.is_method) {
-    out.refusal = fmt::format("{} is not a method, so there is no module to hold the buffer {} once", fn.qualified,
-                              constants.front().name);
+    out.refusal = fmt::format("{} is not a method, so there is no module to hold {} once", fn.qualified, first);
     return out;
   }
-  std::string owner = fn.qualified.substr(0, fn.qualified.rfind('.'));
-  std::optional<FunctionAt> init = function_named(sources, owner + ".__init__");
-  if (!init || init->fn->body.size == 0) {
-    out.refusal = fmt::format("{} has no __init__ to register the buffer {} in", owner, constants.front().name);
+  ClassAt at;
+  at.name = fn.qualified.substr(0, fn.qualified.rfind('.'));
+  at.file = fn.file;
+  at.cls = class_named(*fn.file, at.name);
+  at.init = at.cls ? method_named(*at.cls, "__init__") : nullptr;
+  if (!at.init || at.init->body.size == 0) {
+    out.refusal = fmt::format("{} has no __init__ to build {} in", at.name, first);
     return out;
   }
-  const ast::stmt* last = init->fn->body[init->fn->body.size - 1];
-  const frontend::SourceFile& source = init->file->parsed->source;
+
+  // Which parameters have a value in __init__, and how it is spelt there.
+  std::map<std::string, std::string> init_spelling, why_not;
+  if (!rule.built_once.empty()) {
+    for (const auto& [param, text] : arguments) {
+      std::string self = first_param(*fn.fn);
+      std::string prefix = self + ".";
+      std::string attr = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
+      bool plain = !attr.empty() && std::all_of(attr.begin(), attr.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+      if (!plain) {
+        why_not[param] = fmt::format("{} = {}, which is not an attribute {} sets once", param, text, at.name);
+        continue;
+      }
+      if (std::string why = not_fixed_at_init(at, attr); !why.empty()) {
+        why_not[param] = why;
+        continue;
+      }
+      init_spelling[param] = first_param(*at.init) + "." + attr;
+    }
+    for (const auto& [param, spellings] : rule.init_bindings) {
+      if (init_spelling.count(param)) continue;
+      std::vector<std::string> unusable;  // spellings that exist but do not hold a fixed value
+      for (const std::string& s : spellings) {
+        std::string why = spelling_unusable(at, sources, s);
+        if (why.empty()) {
+          init_spelling[param] = s;
+          break;
+        }
+        if (why.find(" has no parameter ") == std::string::npos && why.find(" does not set ") == std::string::npos)
+          unusable.push_back(why);
+      }
+      if (init_spelling.count(param)) continue;
+      std::vector<std::string> own;
+      for (const ast::arg* a : at.init->args->args) own.emplace_back(a->arg);
+      if (!own.empty()) own.erase(own.begin());
+      why_not[param] = fmt::format("{}.__init__ knows no {}: it has none of {} (its parameters: {}){}", at.name, param,
+                                   fmt::join(spellings, ", "), own.empty() ? "none" : fmt::format("{}", fmt::join(own, ", ")),
+                                   unusable.empty() ? "" : fmt::format("; {}", fmt::join(unusable, "; ")));
+    }
+  }
+  std::set<std::string> init_params;
+  for (const auto& [param, _] : init_spelling) init_params.insert(param);
+  InitSplit split = split_init_time(replace, init_params, why_not);
+  for (const std::string& local : rule.built_once)
+    if (auto it = split.call_time.find(local); it != split.call_time.end()) {
+      out.refusal = fmt::format("{} cannot be built once in {}.__init__: {}", local, at.name, it->second);
+      return out;
+    }
+  bool reads_init_values = std::any_of(split.statements.begin(), split.statements.end(), [&](const InitStatement& s) {
+    std::set<std::string> reads = names_of(s.value, ast::expr_context::Load);
+    return std::any_of(reads.begin(), reads.end(), [&](const std::string& r) { return init_params.count(r) > 0; });
+  });
+  if (reads_init_values)
+    for (const ast::expr* d : fn.fn->decorator_list)
+      if (!harmless_decorator(*fn.file, d)) {
+        out.refusal = fmt::format("{} is decorated with @{}, which may change the module's state before each call: "
+                                  "values built once in __init__ could go stale",
+                                  fn.qualified, text_of(*fn.file, d));
+        return out;
+      }
+
+  // The statements, in __init__'s terms: parameters as spelt there, locals
+  // renamed where __init__ uses the name, buffers named apart from the
+  // class's own attributes.
+  std::set<std::string> init_names = names_in_function(*at.init);
+  std::set<std::string> attributes = attributes_of(*at.cls);
+  std::map<std::string, std::string> names = init_spelling;
+  std::string self = first_param(*at.init);
+  const ast::stmt* last = at.init->body[at.init->body.size - 1];
+  const frontend::SourceFile& source = at.file->parsed->source;
   uint32_t line_start = source.line_start(last->lineno);
   std::string indent(source.text().substr(line_start, last->begin - line_start));
   std::string text;
-  for (const ConstantLocal& c : constants) {
-    // Built once; not saved with the weights.
-    text += fmt::format("\n{}self.register_buffer(\"{}\", {}, persistent=False)", indent, c.name, c.value);
-    out.reads[c.name] = "self." + c.name;
+  for (const InitStatement& s : split.statements) {
+    std::string value = substituted(rule_text, s.value, names);
+    if (s.buffer) {
+      std::string buffer = fresh(s.name, attributes);
+      attributes.insert(buffer);
+      // Built once; not saved with the weights.
+      text += fmt::format("\n{}{}.register_buffer(\"{}\", {}, persistent=False)", indent, self, buffer, value);
+      names[s.name] = self + "." + buffer;
+      out.reads[s.name] = first_param(*fn.fn) + "." + buffer;
+    } else {
+      std::string local = fresh(s.name, init_names);
+      init_names.insert(local);
+      text += fmt::format("\n{}{} = {}", indent, local, value);
+      names[s.name] = local;
+      out.left_out.insert(s.name);
+    }
   }
-  out.edits.push_back(Edit{init->file->path, last->end, last->end, text, candidate});
+  if (!text.empty()) out.edits.push_back(Edit{at.file->path, last->end, last->end, text, candidate});
   return out;
 }
 

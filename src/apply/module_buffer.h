@@ -1,41 +1,64 @@
 #pragma once
-// The buffers a rewrite needs, built once per module instead of on every
-// call. A statement of a rule's `replace` that reads none of its parameters
-// nor any earlier local (FIA's `causal_mask_2048 = torch.triu(...)`) is the
-// same tensor on every call: when the chain sits in a method, the value
-// becomes a buffer registered at the end of the class's `__init__`
-// (non-persistent, so state_dict and checkpoints are unchanged, and it
-// follows the module's `.to(device)`), and the replacement reads
-// `self.<name>`.
+// The part of a rewrite built once per module instead of on every call.
+//
+// A statement of a rule's `replace` that reads none of its call-time values
+// is the same tensor on every call. Two kinds qualify:
+//  - constants, which read no parameter nor local at all (FIA's
+//    `causal_mask_2048 = torch.triu(...)`), in every rule;
+//  - statements over init-time values, in rules whose RULE["apply"] names
+//    `built_once` locals (the rotary tables `cos_cached`/`sin_cached`). An
+//    init-time value is a parameter bound to `self.<attr>` that only the
+//    class's __init__ sets, as a plain attribute or a non-persistent buffer,
+//    or a parameter RULE["apply"]["init_bindings"] spells in that __init__
+//    (`config.max_position_embeddings`).
+// When the chain sits in a method, those statements move to the end of the
+// class's __init__: a value the call-time part reads becomes a
+// non-persistent buffer (state_dict and checkpoints are unchanged, and it
+// follows the module's `.to(device)`), read as `self.<name>`; a value only
+// other init-time statements read stays a local of __init__.
 #include <map>
-#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "apply/edits.h"
 #include "apply/source_functions.h"
 #include "frontend/ast.h"
-#include "frontend/source.h"
 #include "model/source_set.h"
+#include "rules/rule.h"
 
 namespace npufuse::apply {
 
-struct ConstantLocal {
-  std::string name;  // the replace local
-  std::string value; // its expression, as written in the rule
+// A statement of `replace` that can run in __init__.
+struct InitStatement {
+  std::string name;                            // the local it assigns
+  const frontend::ast::expr* value = nullptr;  // its value, in the rule's source
+  bool buffer = false;  // read by the call-time part: a registered buffer; else a local of __init__
 };
 
-// The constant statements of `replace`, in order.
-std::vector<ConstantLocal> constant_locals(const frontend::ast::FunctionDef& replace, const frontend::SourceFile& rule_source);
+struct InitSplit {
+  std::vector<InitStatement> statements;           // in replace's order
+  std::map<std::string, std::string> call_time;  // each call-time parameter and local -> why it is one
+};
+
+// Splits `replace` into what can run in __init__ and what cannot:
+// `init_params` are the parameters with a value there; `why_not` says, for
+// the others, why not (carried to the locals that read them). An init-time
+// statement no buffer needs stays with the call-time part.
+InitSplit split_init_time(const frontend::ast::FunctionDef& replace, const std::set<std::string>& init_params,
+                          const std::map<std::string, std::string>& why_not);
 
 struct ModuleBuffers {
-  std::vector<Edit> edits;             // the register_buffer lines, in __init__
-  std::map<std::string, std::string> reads;  // local -> "self.<name>", for the replacement
-  std::string refusal;                 // why the buffers cannot be added
+  std::vector<Edit> edits;                    // the statements added to __init__
+  std::map<std::string, std::string> reads;   // local -> "self.<name>", for the replacement
+  std::set<std::string> left_out;             // locals of replace that only __init__ computes
+  std::string refusal;                        // why the rewrite cannot be done so
 };
 
-// Registers each constant at the end of the __init__ of `fn`'s class.
-ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources,
-                             const std::vector<ConstantLocal>& constants, const std::string& candidate);
+// Moves the init-time statements of `rule`'s replace to the end of the
+// __init__ of `fn`'s class. `arguments` are the call-time bindings (replace
+// parameter -> expression text inside fn).
+ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
+                             const std::map<std::string, std::string>& arguments, const std::string& candidate);
 
 }  // namespace npufuse::apply

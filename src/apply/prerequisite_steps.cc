@@ -19,6 +19,10 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
             "the residual sum is assigned the operator's third output; across the layer loop, the layers pass the pending "
             "residual on"};
   if (p.id == "causal_mask_2048") return {PrerequisiteWay::ModuleBuffer, ""};
+  // rope_cos_sin_precompute's replacement: the tables are built once in the
+  // rotary class's __init__ (RULE["apply"]["built_once"]), and each call
+  // selects its positions' rows.
+  if (p.id == "rope_cos_sin_cache") return {PrerequisiteWay::ModuleBuffer, ""};
   // rope_interleave_complex's replacement turns freqs_cis into the real
   // tables itself, on every call: the numbers are the operator's either way,
   // and building the tables once with the rotary cache only saves that work.

@@ -132,6 +132,14 @@ std::string replacement_text(const ReplacementRequest& r) {
     returned.push_back(ret->value);
   }
 
+  // Statements that run in __init__ instead (module_buffer.h).
+  auto left_out = [&](const ast::stmt* s) {
+    auto* a = ast::as<ast::Assign>(s);
+    auto* target = a && a->targets.size == 1 ? ast::as<ast::Name>(a->targets[0]) : nullptr;
+    return target && (r.module_reads.count(std::string(target->id)) || r.left_out.count(std::string(target->id)));
+  };
+  body.erase(std::remove_if(body.begin(), body.end(), [&](const ast::stmt* s) { return s != ret && left_out(s); }), body.end());
+
   std::vector<TextEdit> edits;
   for (const ast::stmt* s : body) {
     std::vector<std::string> stored_here;
@@ -170,8 +178,6 @@ std::string replacement_text(const ReplacementRequest& r) {
   std::vector<std::string> statements;
   for (const ast::stmt* s : body) {
     if (s == ret) break;
-    if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1)
-      if (auto* target = ast::as<ast::Name>(a->targets[0]); target && r.module_reads.count(std::string(target->id))) continue;
     statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
   }
   std::vector<std::string> values;

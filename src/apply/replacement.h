@@ -30,6 +30,7 @@ struct ReplacementRequest {
   std::vector<size_t> kept_returns;
   std::map<std::string, std::string> module_reads;  // replace local -> what to read instead ("self.causal_mask_2048");
                                                     // the statement assigning the local is left out
+  std::set<std::string> left_out;  // replace locals built only in __init__: their statements are left out
 };
 
 // Statements separated by a newline and `indent`; the first line carries no

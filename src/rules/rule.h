@@ -72,6 +72,13 @@ struct Rule {
   // from the literal. Its keys are defined and checked by match/ and
   // documented in rules/README.md.
   nlohmann::json match = nlohmann::json::object();
+  // RULE["apply"], optional: how `npufuse apply` places the replacement.
+  // built_once: locals of `replace` computed once per module, at the end of
+  // the class's __init__ (a rewrite that cannot build one there is refused);
+  // init_bindings: for a parameter no call-time value binds, its spellings in
+  // that __init__, tried in order (rules/README.md, "RULE[\"apply\"]").
+  std::vector<std::string> built_once;
+  std::vector<std::pair<std::string, std::vector<std::string>>> init_bindings;
   // The whole RULE literal as JSON, keys in source order: what `rules show
   // --json` prints and what the numeric check's inputs/sizes/dtypes live in.
   nlohmann::ordered_json literal = nlohmann::ordered_json::object();

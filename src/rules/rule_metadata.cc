@@ -231,6 +231,18 @@ void read_hints(MetadataReader& r, const Field& f, Rule& rule) {
   if (auto it = rec.find("hub_kernels"); it != rec.end()) rule.hint_hub_kernels = r.str_list(it->second, "hints 'hub_kernels'");
 }
 
+void read_apply(MetadataReader& r, const Field& f, Rule& rule) {
+  auto rec = r.record(f, "apply", {}, {"built_once", "init_bindings"});
+  if (auto it = rec.find("built_once"); it != rec.end()) rule.built_once = r.str_list(it->second, "apply 'built_once'");
+  if (auto it = rec.find("init_bindings"); it != rec.end() && r.is_dict(it->second, "apply 'init_bindings'"))
+    for (const auto& e : r.entries(it->second)) {
+      std::vector<std::string> spellings = r.str_list(e.field, "apply 'init_bindings' '" + e.name + "'");
+      if (spellings.empty() && e.field.value.is_array())
+        r.error(e.field.node, "apply 'init_bindings' '" + e.name + "': name at least one spelling");
+      rule.init_bindings.emplace_back(e.name, std::move(spellings));
+    }
+}
+
 // A dict whose values all have one shape: {name: {...}} or {name: "..."}.
 void require_dict_of(MetadataReader& r, const Field& f, const std::string& what, ordered_json::value_t type,
                      const char* type_name) {
@@ -277,6 +289,7 @@ const std::map<std::string, KeyReader>& key_readers() {
        }},
       {"near_misses", read_near_misses},
       {"doc_zh", [](MetadataReader& r, const Field& f, Rule&) { r.is_str(f, "doc_zh"); }},
+      {"apply", read_apply},
       {"match", [](MetadataReader& r, const Field& f, Rule& rule) {
          if (r.is_dict(f, "match")) rule.match = nlohmann::json::parse(f.value.dump());
        }},

@@ -104,6 +104,26 @@ void check_min_torch(const model::ModelFile& file, const ast::Dict* literal, con
       errors.at(file, rule_value(literal, "min_torch"), "RULE['min_torch'] names '" + name + "', which is not a search/naive function of this file");
 }
 
+// RULE["apply"] names locals and parameters of `replace`; a typo would
+// silently build nothing once.
+void check_apply(const model::ModelFile& file, const ast::Dict* literal, const Rule& rule, LoadErrors& errors) {
+  if (!rule.replace || (rule.built_once.empty() && rule.init_bindings.empty())) return;
+  std::set<std::string, std::less<>> params, locals;
+  for (const ast::arg* a : rule.replace->args->args) params.insert(std::string(a->arg));
+  for (const ast::arg* a : rule.replace->args->kwonlyargs) params.insert(std::string(a->arg));
+  for (const ast::stmt* s : rule.replace->body)
+    if (auto* assign = ast::as<ast::Assign>(s))
+      for (const ast::expr* t : assign->targets)
+        if (auto* name = ast::as<ast::Name>(t)) locals.insert(std::string(name->id));
+  const ast::expr* at = rule_value(literal, "apply");
+  for (const std::string& local : rule.built_once)
+    if (!locals.count(local))
+      errors.at(file, at, "RULE['apply']['built_once'] names '" + local + "', which no statement of replace assigns");
+  for (const auto& [param, _] : rule.init_bindings)
+    if (!params.count(param))
+      errors.at(file, at, "RULE['apply']['init_bindings'] names '" + param + "', which is not a parameter of replace");
+}
+
 }  // namespace
 
 RuleSet RuleSet::load(const std::vector<RuleFile>& files, const std::string& display_root) {
@@ -140,6 +160,7 @@ RuleSet RuleSet::load(const std::vector<RuleFile>& files, const std::string& dis
     if (literal) {
       check_near_misses(file, literal, rule, stem, all_paths, errors);
       check_min_torch(file, literal, rule, errors);
+      check_apply(file, literal, rule, errors);
     }
     set.sources_.push_back(std::move(sources));
     set.rules_.push_back(std::move(rule));

@@ -75,17 +75,23 @@ def summary_lines(stdout: str, model_prefix: str):
 
 
 def wrong_version(fn):
-    """fn with its first floating output scaled: a plausible but wrong
+    """fn with its first floating output scaled and tilted along its last
+    axis (a uniform scale alone would be undone by a renormalisation after
+    the operator, such as norm_topk_prob's): a plausible but wrong
     operator. An output that is one of the inputs (an in-place operator such
     as npu_apply_rotary_pos_emb) is changed in place, as the caller reads it
     there; an operator returning nothing has the first input it wrote
     changed."""
     import torch
 
+    def tilt(item):
+        n = item.shape[-1] if item.dim() else 1
+        return 0.01 + 0.05 * torch.arange(n, dtype=item.dtype, device=item.device) / n
+
     def spoiled(item, args):
         if any(isinstance(a, torch.Tensor) and a.data_ptr() == item.data_ptr() for a in args):
-            return item.mul_(1.25).add_(0.01)
-        return item * 1.25 + 0.01
+            return item.mul_(1.25).add_(tilt(item))
+        return item * 1.25 + tilt(item)
 
     def perturbed(*args, **kwargs):
         before = [a.clone() if isinstance(a, torch.Tensor) and a.is_floating_point() else None for a in args]
@@ -95,7 +101,7 @@ def wrong_version(fn):
             # the first floating input it changed, where the caller reads it.
             for a, old in zip(args, before):
                 if old is not None and not torch.equal(a, old):
-                    a.mul_(1.25).add_(0.01)
+                    a.mul_(1.25).add_(tilt(a))
                     break
             return result
         if isinstance(result, torch.Tensor):

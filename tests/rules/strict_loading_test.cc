@@ -124,6 +124,20 @@ TEST(StrictLoading, OperandFactsAreExpressions) {
   EXPECT_NE(error.find("operand fact 'head_dim': expected a str, got int"), std::string::npos) << error;
 }
 
+TEST(StrictLoading, ApplyNamesLocalsAndParametersOfReplace) {
+  EXPECT_EQ(load_error(valid_rule("    \"apply\": {\"init_bindings\": {\"b\": [\"self.b\", \"config.b\"]}},\n")), "");
+  std::string error = load_error(valid_rule("    \"apply\": {\"built_once\": [\"table\"]},\n"));
+  EXPECT_EQ(error, "rules/demo/add.py:29:14: RULE['apply']['built_once'] names 'table', which no statement of replace assigns")
+      << error;
+  error = load_error(valid_rule("    \"apply\": {\"init_bindings\": {\"c\": [\"self.c\"]}},\n"));
+  EXPECT_NE(error.find("RULE['apply']['init_bindings'] names 'c', which is not a parameter of replace"), std::string::npos)
+      << error;
+  error = load_error(valid_rule("    \"apply\": {\"init_bindings\": {\"b\": []}},\n"));
+  EXPECT_NE(error.find("apply 'init_bindings' 'b': name at least one spelling"), std::string::npos) << error;
+  error = load_error(valid_rule("    \"apply\": {\"build_once\": []},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:15: apply: unknown key 'build_once'", 0), 0u) << error;
+}
+
 TEST(StrictLoading, ModuleMustBeListed) {
   std::string text = valid_rule();
   text.replace(text.find("\"other\""), 7, "\"adder\"");
