@@ -35,19 +35,6 @@ struct Rewritten {
   std::vector<Edit> buffers;
 };
 
-// Names some code binds or reads; subtrees for which `skip` says yes are not
-// looked into.
-std::set<std::string> names_in(const ast::Node* n, ast::expr_context ctx,
-                               const std::function<bool(const ast::Node*)>& skip = nullptr) {
-  std::set<std::string> out;
-  model::walk(n, [&](const ast::Node* x) {
-    if (skip && skip(x)) return false;
-    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ctx) out.insert(std::string(name->id));
-    return true;
-  });
-  return out;
-}
-
 // The first read of `wanted` names in `n` at or after byte `from`, as
 // (name, line); empty name when none.
 std::pair<std::string, int> first_read(const model::ModelFile& file, const ast::Node* n, uint32_t from, uint32_t to,
@@ -420,6 +407,8 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     for (size_t i = 0; returned && i < values.size(); ++i)
       returned = values[i]->begin == outputs[i].begin && values[i]->end == outputs[i].end;
   }
+  // The dataflow's name for result o, or "".
+  auto output_name = [&](size_t o) { return o < c.apply_output_names.size() ? c.apply_output_names[o] : std::string(); };
   std::map<const ast::stmt*, KeptStatement> kept;
   const ast::stmt* shared_result = nullptr;  // a kept statement whose one expression gives several results
   // With copies in the run, each result goes to a temporary and is bound to
@@ -435,7 +424,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     for (size_t o = 0; o < outputs.size(); ++o) {
       const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
-      std::string name = bound_name(s, out, o < c.apply_output_names.size() ? c.apply_output_names[o] : "");
+      std::string name = bound_name(s, out, output_name(o));
       if (name.empty())
         return Refused{fmt::format("{}:{}: with a copy statement in between, each result must be assigned to a name",
                                    file->path, s->lineno), here};
@@ -450,10 +439,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     for (size_t o = 0; o < outputs.size(); ++o) {
       const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
-      std::string name = bound_name(s, out, o < c.apply_output_names.size() ? c.apply_output_names[o] : "");
+      std::string name = bound_name(s, out, output_name(o));
       // The value a whole loop leaves in a name (an expert loop's sum): that name.
       if (name.empty() && whole_loop_of_chain(s, local) && s->begin == out.begin && s->end == out.end) {
-        name = o < c.apply_output_names.size() ? c.apply_output_names[o] : "";
+        name = output_name(o);
         if (name.empty())
           return Refused{fmt::format("{}:{}: the loop's result has no name", file->path, s->lineno), here};
       }

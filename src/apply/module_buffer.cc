@@ -12,15 +12,6 @@ namespace {
 
 namespace ast = frontend::ast;
 
-std::set<std::string> names_of(const ast::Node* n, ast::expr_context ctx) {
-  std::set<std::string> out;
-  model::walk(n, [&](const ast::Node* x) {
-    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ctx) out.insert(std::string(name->id));
-    return true;
-  });
-  return out;
-}
-
 std::string first_param(const ast::FunctionDef& fn) {
   return fn.args->args.size ? std::string(fn.args->args[0]->arg) : std::string();
 }
@@ -145,19 +136,12 @@ bool attribute_known(const model::SourceSet& sources, std::string_view attr) {
   return known;
 }
 
-std::set<std::string> parameters_of(const ast::FunctionDef& fn) {
-  std::set<std::string> out;
-  for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));
-  for (const ast::arg* a : fn.args->kwonlyargs) out.insert(std::string(a->arg));
-  return out;
-}
-
 // `spelling` ("max_position_embeddings", "self.max_seq_len_cached",
 // "config.max_position_embeddings") as a value in at.init's last line, or
 // why not.
 std::string spelling_unusable(const ClassAt& at, const model::SourceSet& sources, const std::string& spelling) {
   size_t dot = spelling.find('.');
-  std::set<std::string> params = parameters_of(*at.init);
+  std::set<std::string> params = parameter_names(*at.init);
   if (dot == std::string::npos)
     return params.count(spelling) ? "" : fmt::format("{}.__init__ has no parameter {}", at.name, spelling);
   std::string base = spelling.substr(0, dot), attr = spelling.substr(dot + 1);
@@ -169,7 +153,7 @@ std::string spelling_unusable(const ClassAt& at, const model::SourceSet& sources
 
 // Every name used in `fn` (parameters, locals, globals it reads).
 std::set<std::string> names_in_function(const ast::FunctionDef& fn) {
-  std::set<std::string> out = parameters_of(fn);
+  std::set<std::string> out = parameter_names(fn);
   model::walk(&fn, [&](const ast::Node* x) {
     if (auto* name = ast::as<ast::Name>(x)) out.insert(std::string(name->id));
     return true;
@@ -194,7 +178,7 @@ std::set<std::string> attributes_of(const ast::ClassDef& cls) {
         return true;
       });
     }
-    for (const std::string& n : names_of(s, ast::expr_context::Store)) out.insert(n);
+    for (const std::string& n : names_in(s, ast::expr_context::Store)) out.insert(n);
   }
   return out;
 }
@@ -238,7 +222,7 @@ bool harmless_decorator(const model::ModelFile& file, const ast::expr* d) {
 InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::string>& init_params,
                           const std::map<std::string, std::string>& why_not) {
   InitSplit out;
-  for (const std::string& p : parameters_of(replace))
+  for (const std::string& p : parameter_names(replace))
     if (!init_params.count(p)) {
       auto it = why_not.find(p);
       out.call_time[p] = it != why_not.end() ? it->second : p + " is known only when the chain runs";
@@ -250,7 +234,7 @@ InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::s
     auto* assign = ast::as<ast::Assign>(s);
     const ast::Name* target = assign && assign->targets.size == 1 ? ast::as<ast::Name>(assign->targets[0]) : nullptr;
     std::string because;
-    for (const std::string& read : names_of(s, ast::expr_context::Load))
+    for (const std::string& read : names_in(s, ast::expr_context::Load))
       if (auto it = out.call_time.find(read); it != out.call_time.end() && because.empty()) because = it->second;
     bool assigned_before = target && std::any_of(found.begin(), found.end(), [&](const InitStatement& i) { return i.name == target->id; });
     if (target && because.empty() && !assigned_before) {
@@ -258,20 +242,20 @@ InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::s
       continue;
     }
     if (because.empty()) because = "assigned by a statement that runs with the chain";
-    for (const std::string& stored : names_of(s, ast::expr_context::Store)) out.call_time.emplace(stored, because);
+    for (const std::string& stored : names_in(s, ast::expr_context::Store)) out.call_time.emplace(stored, because);
     call_time_statements.push_back(s);
   }
   // Buffers: what the call-time part reads. Then, backwards, the locals of
   // __init__ a needed statement reads.
   std::set<std::string> read_at_call;
   for (const ast::stmt* s : call_time_statements)
-    for (const std::string& n : names_of(s, ast::expr_context::Load)) read_at_call.insert(n);
+    for (const std::string& n : names_in(s, ast::expr_context::Load)) read_at_call.insert(n);
   std::set<std::string> needed;
   for (auto i = found.rbegin(); i != found.rend(); ++i) {
     i->buffer = read_at_call.count(i->name) > 0;
     if (!i->buffer && !needed.count(i->name)) continue;
     needed.insert(i->name);
-    for (const std::string& n : names_of(i->value, ast::expr_context::Load)) needed.insert(n);
+    for (const std::string& n : names_in(i->value, ast::expr_context::Load)) needed.insert(n);
   }
   for (InitStatement& i : found)
     if (needed.count(i.name)) out.statements.push_back(std::move(i));
@@ -304,9 +288,8 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
   // Which parameters have a value in __init__, and how it is spelt there.
   std::map<std::string, std::string> init_spelling, why_not;
   if (!rule.built_once.empty()) {
+    const std::string prefix = first_param(*fn.fn) + ".";
     for (const auto& [param, text] : arguments) {
-      std::string self = first_param(*fn.fn);
-      std::string prefix = self + ".";
       std::string attr = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
       bool plain = !attr.empty() && std::all_of(attr.begin(), attr.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
       if (!plain) {
@@ -342,14 +325,15 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
   }
   std::set<std::string> init_params;
   for (const auto& [param, _] : init_spelling) init_params.insert(param);
-  InitSplit split = split_init_time(replace, init_params, why_not);
+  // Without built_once locals only the constants move.
+  InitSplit split = rule.built_once.empty() ? std::move(constants) : split_init_time(replace, init_params, why_not);
   for (const std::string& local : rule.built_once)
     if (auto it = split.call_time.find(local); it != split.call_time.end()) {
       out.refusal = fmt::format("{} cannot be built once in {}.__init__: {}", local, at.name, it->second);
       return out;
     }
   bool reads_init_values = std::any_of(split.statements.begin(), split.statements.end(), [&](const InitStatement& s) {
-    std::set<std::string> reads = names_of(s.value, ast::expr_context::Load);
+    std::set<std::string> reads = names_in(s.value, ast::expr_context::Load);
     return std::any_of(reads.begin(), reads.end(), [&](const std::string& r) { return init_params.count(r) > 0; });
   });
   if (reads_init_values)

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "apply/apply_error.h"
+#include "apply/source_functions.h"
 #include "frontend/parser.h"
 #include "model/ast_walk.h"
 
@@ -97,9 +98,7 @@ std::string replacement_text(const ReplacementRequest& r) {
   const ast::Return* ret = body.empty() ? nullptr : ast::as<ast::Return>(body.back());
   if (!ret || !ret->value) throw ApplyError(fmt::format("{}: replace does not end in `return VALUE`", r.rule_source->path()));
 
-  std::set<std::string> params;
-  for (const ast::arg* a : fn.args->args) params.insert(std::string(a->arg));
-  for (const ast::arg* a : fn.args->kwonlyargs) params.insert(std::string(a->arg));
+  const std::set<std::string> params = parameter_names(fn);
   std::map<std::string, std::string> renamed;
   for (const std::string& local : assigned_names(fn))
     if (r.taken_names.count(local) && !params.count(local)) renamed[local] = fresh_name(local, r.taken_names);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "model/ast_walk.h"
 #include "model/function_index.h"
 
 namespace npufuse::apply {
@@ -74,6 +75,23 @@ std::string text_of(const model::ModelFile& file, const ast::Node* n) {
 bool is_docstring(const ast::stmt* s) {
   auto* e = ast::as<ast::Expr>(s);
   return e && ast::as<ast::Constant>(e->value);
+}
+
+std::set<std::string> names_in(const ast::Node* n, ast::expr_context ctx, const std::function<bool(const ast::Node*)>& skip) {
+  std::set<std::string> out;
+  model::walk(n, [&](const ast::Node* x) {
+    if (skip && skip(x)) return false;
+    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ctx) out.insert(std::string(name->id));
+    return true;
+  });
+  return out;
+}
+
+std::set<std::string> parameter_names(const ast::FunctionDef& fn) {
+  std::set<std::string> out;
+  for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));
+  for (const ast::arg* a : fn.args->kwonlyargs) out.insert(std::string(a->arg));
+  return out;
 }
 
 }  // namespace npufuse::apply

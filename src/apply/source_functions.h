@@ -1,7 +1,9 @@
 #pragma once
 // Finding functions in the model's parsed files by byte position or by
 // qualified name ("LlamaRMSNorm.forward", "apply_rotary_pos_emb").
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "frontend/ast.h"
@@ -35,5 +37,13 @@ std::string text_of(const model::ModelFile& file, const frontend::ast::Node* n);
 
 // A statement that is a bare string literal (a docstring).
 bool is_docstring(const frontend::ast::stmt* s);
+
+// The names some code binds (Store) or reads (Load); subtrees for which
+// `skip` says yes are not looked into.
+std::set<std::string> names_in(const frontend::ast::Node* n, frontend::ast::expr_context ctx,
+                               const std::function<bool(const frontend::ast::Node*)>& skip = nullptr);
+
+// A function's positional and keyword-only parameter names.
+std::set<std::string> parameter_names(const frontend::ast::FunctionDef& fn);
 
 }  // namespace npufuse::apply
