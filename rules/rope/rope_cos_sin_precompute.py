@@ -69,6 +69,11 @@ RULE = {
             "max_position_embeddings", "self.max_position_embeddings", "self.max_seq_len_cached",
             "config.max_position_embeddings", "cfg.max_position_embeddings", "args.max_position_embeddings",
             "args.max_seq_len"]},
+        # transformers' @dynamic_rope_update recomputes inv_freq before a call only for the
+        # dynamic-NTK and LongRoPE types; for every other type the tables stay right.
+        "decorators": {"dynamic_rope_update": {
+            "config_keys": ["rope_scaling.rope_type", "rope_scaling.type", "rope_parameters.rope_type"],
+            "stale_when": ["dynamic", "longrope"]}},
     },
     "match": {"explain": [{"when": "found div(", "near_miss": "fixtures/rope_cos_sin_precompute_nomatch_dynamic_ntk.py"}]},
     "near_misses": [

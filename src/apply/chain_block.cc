@@ -49,7 +49,45 @@ bool is_loop(const ast::stmt* s) {
   return ast::as<ast::For>(s) || ast::as<ast::AsyncFor>(s) || ast::as<ast::While>(s);
 }
 
+// The last name of a callee: `autocast` for `torch.cuda.amp.autocast`.
+std::string_view callee_name(const ast::expr* f) {
+  if (auto* name = ast::as<ast::Name>(f)) return name->id;
+  if (auto* attr = ast::as<ast::Attribute>(f)) return attr->attr;
+  return {};
+}
+
+bool is_false(const ast::expr* e) {
+  auto* c = ast::as<ast::Constant>(e);
+  return c && c->value.kind == ast::ConstantKind::False;
+}
+
+// A context that only turns autocast or autograd off.
+bool context_off_only(const ast::withitem* item) {
+  if (item->optional_vars) return false;
+  auto* call = ast::as<ast::Call>(item->context_expr);
+  if (!call) return false;
+  std::string_view callee = callee_name(call->func);
+  if (callee == "no_grad") return call->args.size == 0 && call->keywords.size == 0;
+  if (callee == "inference_mode")
+    return call->keywords.size == 0 && (call->args.size == 0 || ast::as<ast::Constant>(call->args[0]));
+  if (callee != "autocast") return false;
+  for (const ast::keyword* k : call->keywords)
+    if (ast::present(k->arg) && k->arg == "enabled") return is_false(k->value);
+  return false;
+}
+
 }  // namespace
+
+bool transparent_with(const ast::stmt* s, const Ops& ops) {
+  auto* with = ast::as<ast::With>(s);
+  if (!with || with->items.size == 0 || with->body.size == 0) return false;
+  for (const ast::withitem* item : with->items) {
+    if (!context_off_only(item)) return false;
+    for (const auto& [begin, end] : ops)
+      if (begin < item->context_expr->end && item->context_expr->begin < end) return false;
+  }
+  return true;
+}
 
 std::string compound_kind(const ast::stmt* s) {
   if (ast::as<ast::If>(s)) return "if";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <variant>
 
@@ -227,10 +228,61 @@ std::string bound_name(const ast::stmt* s, const Range& value, const std::string
   return "";
 }
 
+// `x`, `self.experts` for `self.experts[i]`, `a.b.c`: the dotted path of
+// what an expression names, subscripts dropped; "" when not rooted at a name.
+std::string path_of(const ast::expr* e) {
+  while (auto* sub = ast::as<ast::Subscript>(e)) e = sub->value;
+  if (auto* name = ast::as<ast::Name>(e)) return std::string(name->id);
+  auto* attr = ast::as<ast::Attribute>(e);
+  if (!attr) return "";
+  std::string base = path_of(attr->value);
+  return base.empty() ? "" : base + "." + std::string(attr->attr);
+}
+
+// Every name `s` mentions, and every dotted path (`self.inv_freq`) it reads or writes.
+std::set<std::string> mentioned_paths(const ast::stmt* s) {
+  std::set<std::string> out = names_in(s, ast::expr_context::Load);
+  for (const std::string& n : names_in(s, ast::expr_context::Store)) out.insert(n);
+  model::walk(s, [&](const ast::Node* x) {
+    if (auto* attr = ast::as<ast::Attribute>(x))
+      if (std::string p = path_of(attr); !p.empty()) out.insert(p);
+    return true;
+  });
+  return out;
+}
+
+// What `s` may change: the names it assigns, and what it changes in place
+// (`x.add_(...)`, `x[i] = ...`, `self.a = ...` as `self.a`, `x += ...`, a
+// call with `out=x` or `inplace=True` on its arguments), as paths.
+std::set<std::string> changed_names(const ast::stmt* s) {
+  std::set<std::string> out = names_in(s, ast::expr_context::Store);
+  auto base_name = [](const ast::expr* e) { return path_of(e); };
+  model::walk(s, [&](const ast::Node* x) {
+    if (auto* a = ast::as<ast::Assign>(x))
+      for (const ast::expr* t : a->targets)
+        if (!ast::as<ast::Name>(t)) out.insert(base_name(t));
+    if (auto* a = ast::as<ast::AugAssign>(x)) out.insert(base_name(a->target));
+    if (auto* call = ast::as<ast::Call>(x)) {
+      auto* attr = ast::as<ast::Attribute>(call->func);
+      if (attr && attr->attr.size() > 1 && attr->attr.back() == '_' && attr->attr.front() != '_')
+        out.insert(base_name(attr->value));
+      for (const ast::keyword* k : call->keywords) {
+        if (!ast::present(k->arg)) continue;
+        if (k->arg == "out") out.insert(base_name(k->value));
+        if (k->arg == "inplace")
+          for (const ast::expr* arg : call->args) out.insert(base_name(arg));
+      }
+    }
+    return true;
+  });
+  out.erase("");
+  return out;
+}
+
 // Whether list[i], between the chain's statements first..last, can run
-// before all of them: it reads no name they mention before it (one they may
-// have changed, in place or not), assigns no name any of them mentions,
-// and neither returns nor jumps.
+// before all of them: it reads no name they change before it (assigned or
+// changed in place), assigns no name any of them mentions, and neither
+// returns nor jumps.
 bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t first, size_t last, size_t i,
                           const std::vector<bool>& touched) {
   const ast::stmt* h = list[i];
@@ -242,17 +294,16 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
     return !jumps && !ast::as<ast::FunctionDef>(x) && !ast::as<ast::Lambda>(x);
   });
   if (jumps) return false;
-  std::set<std::string> reads = names_in(h, ast::expr_context::Load);
-  std::set<std::string> writes = names_in(h, ast::expr_context::Store);
+  std::set<std::string> writes = changed_names(h);
+  std::set<std::string> read_paths = mentioned_paths(h);
   for (size_t j = first; j <= last; ++j) {
     if (j == i || !touched[j]) continue;
-    std::set<std::string> mentioned = names_in(list[j], ast::expr_context::Load);
-    for (const std::string& n : names_in(list[j], ast::expr_context::Store)) mentioned.insert(n);
+    std::set<std::string> mentioned = mentioned_paths(list[j]);
     for (const std::string& n : writes)
       if (mentioned.count(n)) return false;
     if (j < i)
-      for (const std::string& n : reads)
-        if (mentioned.count(n)) return false;
+      for (const std::string& n : changed_names(list[j]))
+        if (read_paths.count(n)) return false;
   }
   return true;
 }
@@ -299,7 +350,8 @@ std::string kept_text(const model::ModelFile& file, const ast::stmt* s, const Ke
   return out;
 }
 
-std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
+std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
+                                         const model::ModelConfig* config) {
   std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);
   if (!rule.replace || !rule.file) return Refused{fmt::format("rule {} has no replace function", rule.id), here};
   if (c.apply_across_layers)
@@ -343,6 +395,26 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 
   // The run of statements of the innermost block that holds them.
   ChainBlock block = innermost_block(*fn->fn, local);
+  // A chain that runs into a `with` that only turns autocast or autograd
+  // off (HF's rotary tables under `torch.autocast(..., enabled=False)`): the
+  // with's body joins the list, and the replacement is written inside it.
+  const ast::With* wrapper = nullptr;
+  size_t body_first = 0, body_last = 0;  // the with's body in the list
+  for (size_t i = 0; i < block.statements.size(); ++i) {
+    const ast::stmt* s = block.statements[i];
+    bool holds_op = std::any_of(local.begin(), local.end(), [&](const auto& op) { return s->begin <= op.first && op.second <= s->end; });
+    if (!holds_op || !transparent_with(s, local)) continue;
+    if (wrapper)
+      return Refused{fmt::format("the chain runs into two with statements ({}:{} and {}:{}); edit it by hand", file->path,
+                                 wrapper->lineno, file->path, s->lineno), here};
+    wrapper = ast::as<ast::With>(s);
+    std::vector<const ast::stmt*> body(wrapper->body.begin(), wrapper->body.end());
+    block.statements.erase(block.statements.begin() + i);
+    block.statements.insert(block.statements.begin() + i, body.begin(), body.end());
+    body_first = i;
+    body_last = i + body.size() - 1;
+    i = body_last;
+  }
   const std::vector<const ast::stmt*>& list = block.statements;
   size_t first = list.size(), last = 0;
   std::vector<bool> touched(list.size(), false);
@@ -357,6 +429,9 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       last = std::max(last, i);
     }
   if (first == list.size()) return Refused{fmt::format("no op of the chain lies in {}", fn->qualified), here};
+  if (wrapper && (first > body_first || last != body_last))
+    return Refused{fmt::format("the chain does not end with the body of the with statement at {}:{}; edit it by hand",
+                               file->path, wrapper->lineno), here};
   // Between the chain's statements only a plain copy of a name may sit
   // (`residual = hidden_states` between HF's residual add and its norm): it
   // stays, after the results it reads are bound.
@@ -371,11 +446,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       copies.insert(list[i]);
       continue;
     }
+    if (wrapper && i >= body_first)
+      return Refused{fmt::format("{}:{} sits inside the with statement at {}:{} and is not part of the chain", file->path,
+                                 list[i]->lineno, file->path, wrapper->lineno), here};
     if (!independent_of_chain(list, first, last, i, touched))
       return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                  list[i]->lineno), here};
     hoisted.push_back(list[i]);
   }
+  if (wrapper && !copies.empty())
+    return Refused{fmt::format("{}:{} copies a name in a chain that runs into the with statement at {}:{}; edit it by hand",
+                               file->path, (*copies.begin())->lineno, file->path, wrapper->lineno), here};
   if (!hoisted.empty() && !copies.empty())
     return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                hoisted.front()->lineno), here};
@@ -570,12 +651,25 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   }
 
   std::string_view text = file->parsed->source.text();
-  uint32_t line_start = file->parsed->source.line_start(run.front()->lineno);
-  request.indent = std::string(text.substr(line_start, run.front()->begin - line_start));
-  if (request.indent.find_first_not_of(" \t") != std::string::npos)
+  auto indent_of = [&](const ast::stmt* s) -> std::optional<std::string> {
+    uint32_t line_start = file->parsed->source.line_start(s->lineno);
+    std::string indent(text.substr(line_start, s->begin - line_start));
+    if (indent.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
+    return indent;
+  };
+  // The run's first statement, and the with's body: each on lines of its own.
+  std::optional<std::string> outer_indent = indent_of(wrapper && first == body_first ? wrapper : run.front());
+  if (!outer_indent)
     return Refused{fmt::format("{}:{} shares its line with other code", file->path, run.front()->lineno), here};
+  request.indent = *outer_indent;
+  if (wrapper) {
+    std::optional<std::string> body_indent = indent_of(wrapper->body[0]);
+    if (!body_indent)
+      return Refused{fmt::format("{}:{} shares its line with other code", file->path, wrapper->body[0]->lineno), here};
+    request.indent = *body_indent;
+  }
 
-  ModuleBuffers buffers = module_buffers(*fn, sources, rule, request.arguments, c.id);
+  ModuleBuffers buffers = module_buffers(*fn, sources, rule, request.arguments, c.id, config);
   if (!buffers.refusal.empty()) return Refused{buffers.refusal, here};
   request.module_reads = buffers.reads;
   request.left_out = buffers.left_out;
@@ -602,6 +696,11 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
                        here};
   }
 
+  // What stays of a statement before the with would move into it.
+  for (const auto& [s, k] : kept)
+    if (wrapper && s->begin < wrapper->body[0]->begin)
+      return Refused{fmt::format("{}:{} keeps a result of the chain outside the with statement at {}:{}; edit it by hand",
+                                 file->path, s->lineno, file->path, wrapper->lineno), here};
   if (shared_result)
     return Refused{fmt::format("{}:{}: one expression gives several of the chain's results; assign each to a name",
                                file->path, shared_result->lineno), here};
@@ -614,8 +713,15 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (const ast::stmt* s : run)
     if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
   for (const OrderedLine& o : ordered) replaced += "\n" + request.indent + o.text;
-  for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h) replaced = text_of(*file, *h) + "\n" + request.indent + replaced;
-  return Rewritten{Edit{file->path, run.front()->begin, run.back()->end, replaced, c.id}, buffers.edits};
+  // The with's header, as written (with the comments up to its body), then the replacement inside it.
+  uint32_t edit_begin = run.front()->begin;
+  if (wrapper) {
+    uint32_t body_line = file->parsed->source.line_start(wrapper->body[0]->lineno);
+    replaced = std::string(text.substr(wrapper->begin, body_line - wrapper->begin)) + request.indent + replaced;
+    edit_begin = std::min(edit_begin, wrapper->begin);
+  }
+  for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h) replaced = text_of(*file, *h) + "\n" + *outer_indent + replaced;
+  return Rewritten{Edit{file->path, edit_begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 
 }  // namespace
@@ -659,8 +765,9 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
   return out;
 }
 
-ChainRewrite rewrite_chain(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule) {
-  auto result = rewrite(c, sources, rule);
+ChainRewrite rewrite_chain(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
+                           const model::ModelConfig* config) {
+  auto result = rewrite(c, sources, rule, config);
   if (auto* done = std::get_if<Rewritten>(&result)) return ChainRewrite{done->edit, done->buffers, "", ""};
   const Refused& r = std::get<Refused>(result);
   return ChainRewrite{std::nullopt, {}, r.reason, r.where};

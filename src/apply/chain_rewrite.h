@@ -14,6 +14,7 @@
 
 #include "apply/edits.h"
 #include "apply/source_functions.h"
+#include "model/model_config.h"
 #include "model/source_set.h"
 #include "plan/plan.h"
 #include "rules/rule.h"
@@ -36,6 +37,8 @@ struct ChainRewrite {
 std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan::Candidate& c,
                                                 const model::SourceSet& sources, std::string& missing);
 
-ChainRewrite rewrite_chain(const plan::Candidate& candidate, const model::SourceSet& sources, const rules::Rule& rule);
+// `config`: the config the plan was made with, or null (module_buffer.h).
+ChainRewrite rewrite_chain(const plan::Candidate& candidate, const model::SourceSet& sources, const rules::Rule& rule,
+                           const model::ModelConfig* config = nullptr);
 
 }  // namespace npufuse::apply

@@ -217,6 +217,40 @@ bool harmless_decorator(const model::ModelFile& file, const ast::expr* d) {
          text == "staticmethod";
 }
 
+// The last name of a decorator: `dynamic_rope_update` for
+// `@rope_utils.dynamic_rope_update` or `@dynamic_rope_update(...)`.
+std::string decorator_name(const ast::expr* d) {
+  if (auto* call = ast::as<ast::Call>(d)) d = call->func;
+  if (auto* name = ast::as<ast::Name>(d)) return std::string(name->id);
+  if (auto* attr = ast::as<ast::Attribute>(d)) return std::string(attr->attr);
+  return "";
+}
+
+// Why the decorator may change the module before a call, for this config;
+// empty when it leaves it alone (RULE["apply"]["decorators"]).
+std::string stale_by_decorator(const rules::Rule& rule, const std::string& name,
+                               const model::ModelConfig* config) {
+  auto known = std::find_if(rule.decorators.begin(), rule.decorators.end(),
+                            [&](const rules::Rule::ConfigDecorator& k) { return k.name == name; });
+  if (known == rule.decorators.end()) return "which may change the module's state before each call";
+  if (!config || !config->loaded())
+    return fmt::format("which changes the module's state before a call for some values of {}, and the plan was "
+                       "made without --config to tell which",
+                       known->config_keys.front());
+  std::string key = known->config_keys.front(), setting = "default";
+  for (const std::string& k : known->config_keys)
+    if (const nlohmann::json* v = config->find(k); v && v->is_string()) {
+      key = k;
+      setting = v->get<std::string>();
+      break;
+    }
+  for (const std::string& stale : known->stale_when)
+    if (setting.find(stale) != std::string::npos)
+      return fmt::format("which changes the module's state before each call with {} = '{}' ({})", key, setting,
+                         config->origin());
+  return "";
+}
+
 }  // namespace
 
 InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::string>& init_params,
@@ -264,7 +298,8 @@ InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::s
 }
 
 ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
-                             const std::map<std::string, std::string>& arguments, const std::string& candidate) {
+                             const std::map<std::string, std::string>& arguments, const std::string& candidate,
+                             const model::ModelConfig* config) {
   ModuleBuffers out;
   const ast::FunctionDef& replace = *rule.replace;
   std::string_view rule_text = rule.file->parsed->source.text();
@@ -337,13 +372,15 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
     return std::any_of(reads.begin(), reads.end(), [&](const std::string& r) { return init_params.count(r) > 0; });
   });
   if (reads_init_values)
-    for (const ast::expr* d : fn.fn->decorator_list)
-      if (!harmless_decorator(*fn.file, d)) {
-        out.refusal = fmt::format("{} is decorated with @{}, which may change the module's state before each call: "
-                                  "values built once in __init__ could go stale",
-                                  fn.qualified, text_of(*fn.file, d));
+    for (const ast::expr* d : fn.fn->decorator_list) {
+      if (harmless_decorator(*fn.file, d)) continue;
+      std::string why = stale_by_decorator(rule, decorator_name(d), config);
+      if (!why.empty()) {
+        out.refusal = fmt::format("{} is decorated with @{}, {}: values built once in __init__ could go stale",
+                                  fn.qualified, text_of(*fn.file, d), why);
         return out;
       }
+    }
 
   // The statements, in __init__'s terms: parameters as spelt there, locals
   // renamed where __init__ uses the name, buffers named apart from the

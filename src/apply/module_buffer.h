@@ -24,6 +24,7 @@
 #include "apply/edits.h"
 #include "apply/source_functions.h"
 #include "frontend/ast.h"
+#include "model/model_config.h"
 #include "model/source_set.h"
 #include "rules/rule.h"
 
@@ -57,8 +58,10 @@ struct ModuleBuffers {
 
 // Moves the init-time statements of `rule`'s replace to the end of the
 // __init__ of `fn`'s class. `arguments` are the call-time bindings (replace
-// parameter -> expression text inside fn).
+// parameter -> expression text inside fn). `config` (may be null: the plan
+// was made without one) decides the rule's config-dependent decorators.
 ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
-                             const std::map<std::string, std::string>& arguments, const std::string& candidate);
+                             const std::map<std::string, std::string>& arguments, const std::string& candidate,
+                             const model::ModelConfig* config = nullptr);
 
 }  // namespace npufuse::apply

@@ -42,7 +42,7 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
   in.catalog = &catalog;
   in.options = options;
   plan::Plan fresh = plan::build_plan(in);
-  return Reanalysis{std::move(sources), std::move(rules), std::move(fresh)};
+  return Reanalysis{std::move(sources), std::move(rules), std::move(fresh), std::move(config)};
 }
 
 namespace {
@@ -208,7 +208,7 @@ PatchSet make_patches(const PatchRequest& request) {
       out.manual.push_back(ManualStep{c->id, where_of(c->location), "rule " + c->rule + " is not loaded"});
       return false;
     }
-    ChainRewrite rewrite = rewrite_chain(*c, again.sources, *rule);
+    ChainRewrite rewrite = rewrite_chain(*c, again.sources, *rule, &again.config);
     if (!rewrite.edit) {
       out.manual.push_back(ManualStep{c->id, rewrite.where, "not rewritten: " + rewrite.refusal});
       return false;

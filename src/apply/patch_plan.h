@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apply/edits.h"
+#include "model/model_config.h"
 #include "plan/plan.h"
 #include "rules/ruleset.h"
 
@@ -45,6 +46,7 @@ struct Reanalysis {
   model::SourceSet sources;
   rules::RuleSet rules;
   plan::Plan plan;
+  model::ModelConfig config;  // as loaded with --config; not loaded() without one
 };
 Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 

@@ -79,6 +79,18 @@ struct Rule {
   // that __init__, tried in order (rules/README.md, "RULE[\"apply\"]").
   std::vector<std::string> built_once;
   std::vector<std::pair<std::string, std::vector<std::string>>> init_bindings;
+  // decorators: a decorator of the chain's function known to change the
+  // module before a call only for some configurations (transformers'
+  // `dynamic_rope_update`, for the dynamic-NTK and LongRoPE types). The first
+  // of `config_keys` present in the config gives the setting ("default" when
+  // none is); the decorator is harmless unless the setting contains one of
+  // `stale_when`. Any other decorator refuses what built_once builds.
+  struct ConfigDecorator {
+    std::string name;
+    std::vector<std::string> config_keys;
+    std::vector<std::string> stale_when;
+  };
+  std::vector<ConfigDecorator> decorators;
   // The whole RULE literal as JSON, keys in source order: what `rules show
   // --json` prints and what the numeric check's inputs/sizes/dtypes live in.
   nlohmann::ordered_json literal = nlohmann::ordered_json::object();

@@ -232,7 +232,7 @@ void read_hints(MetadataReader& r, const Field& f, Rule& rule) {
 }
 
 void read_apply(MetadataReader& r, const Field& f, Rule& rule) {
-  auto rec = r.record(f, "apply", {}, {"built_once", "init_bindings"});
+  auto rec = r.record(f, "apply", {}, {"built_once", "init_bindings", "decorators"});
   if (auto it = rec.find("built_once"); it != rec.end()) rule.built_once = r.str_list(it->second, "apply 'built_once'");
   if (auto it = rec.find("init_bindings"); it != rec.end() && r.is_dict(it->second, "apply 'init_bindings'"))
     for (const auto& e : r.entries(it->second)) {
@@ -240,6 +240,17 @@ void read_apply(MetadataReader& r, const Field& f, Rule& rule) {
       if (spellings.empty() && e.field.value.is_array())
         r.error(e.field.node, "apply 'init_bindings' '" + e.name + "': name at least one spelling");
       rule.init_bindings.emplace_back(e.name, std::move(spellings));
+    }
+  if (auto it = rec.find("decorators"); it != rec.end() && r.is_dict(it->second, "apply 'decorators'"))
+    for (const auto& e : r.entries(it->second)) {
+      std::string what = "apply 'decorators' '" + e.name + "'";
+      auto d = r.record(e.field, what, {"config_keys", "stale_when"}, {});
+      Rule::ConfigDecorator decorator{e.name, {}, {}};
+      if (auto k = d.find("config_keys"); k != d.end()) decorator.config_keys = r.str_list(k->second, what + " 'config_keys'");
+      if (auto k = d.find("stale_when"); k != d.end()) decorator.stale_when = r.str_list(k->second, what + " 'stale_when'");
+      if ((decorator.config_keys.empty() || decorator.stale_when.empty()) && d.size() == 2)
+        r.error(e.field.node, what + ": 'config_keys' and 'stale_when' each need an entry");
+      rule.decorators.push_back(std::move(decorator));
     }
 }
 

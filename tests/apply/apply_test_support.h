@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "plan/analyze.h"
 #include "report/plan_json.h"
 #include "util/file_io.h"
@@ -51,16 +53,21 @@ inline bool contains(const std::vector<std::string>& v, const std::string& s) {
 
 // tests/models/<model>'s model.py, edited by `edit`, and its config.json
 // copied into `dir`, analysed into dir/plan.json; returns the plan's path.
+// `config_edit` changes the config first; a null result analyses without one.
 inline std::string plan_for_model_copy(const ScratchDir& dir, const std::string& model,
-                                       const std::function<std::string(std::string)>& edit = nullptr) {
+                                       const std::function<std::string(std::string)>& edit = nullptr,
+                                       const std::function<nlohmann::json(nlohmann::json)>& config_edit = nullptr) {
   std::string text = read_file(source_path("tests/models/" + model + "/model.py"));
   if (edit) text = edit(text);
   write_file_atomic(dir.file("model.py"), text);
-  std::filesystem::copy_file(source_path("tests/models/" + model + "/config.json"), dir.file("config.json"),
-                             std::filesystem::copy_options::overwrite_existing);
+  nlohmann::json config = nlohmann::json::parse(read_file(source_path("tests/models/" + model + "/config.json")));
+  if (config_edit) config = config_edit(config);
   plan::AnalyzeOptions o;
   o.paths = {dir.file("model.py")};
-  o.config = dir.file("config.json");
+  if (!config.is_null()) {
+    write_file_atomic(dir.file("config.json"), config.dump(2));
+    o.config = dir.file("config.json");
+  }
   write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
   return dir.file("plan.json");
 }

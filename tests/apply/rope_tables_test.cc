@@ -73,6 +73,79 @@ TEST(RopeTables, NamesTakenInInitAndTheClassAreAvoided) {
   EXPECT_NE(patched.find("torch.index_select(self.npu_cos_cached, 0,"), std::string::npos);
 }
 
+// llama_like's rotary forward with its tables computed under autocast turned
+// off, as HF's LlamaRotaryEmbedding does; `inside` is the with's body.
+std::string autocast_forward(std::string text, const std::string& header, const std::string& inside,
+                             const std::string& after = "") {
+  return replaced(text,
+                  "        table = torch.cat([angles, angles], dim=-1)\n"
+                  "        return table.cos().to(x.dtype), table.sin().to(x.dtype)\n",
+                  "        device = x.device.type if isinstance(x.device.type, str) else \"cpu\"\n"
+                  "        " + header + "  # the tables in float32\n" + inside + after +
+                      "        return cos.to(x.dtype), sin.to(x.dtype)\n");
+}
+
+const char* const kAutocastOff = "with torch.autocast(device_type=device, enabled=False):";
+const char* const kTablesInside =
+    "            table = torch.cat([angles, angles], dim=-1)\n"
+    "            cos = table.cos()\n"
+    "            sin = table.sin()\n";
+
+TEST(RopeTables, ChainEndingInsideAnAutocastOffBlockIsReplacedInsideIt) {
+  ScratchDir dir("rope_tables_autocast");
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like", [](std::string text) { return autocast_forward(text, kAutocastOff, kTablesInside); }),
+      {}, {}});
+  ASSERT_TRUE(applied(set)) << manual_step(set);
+  const std::string& patched = set.files.at(0).patched;
+  // The statement between the chain's first op and the with stays before
+  // it; the header, with its comment, keeps the selection inside it.
+  EXPECT_NE(patched.find("        device = x.device.type if isinstance(x.device.type, str) else \"cpu\"\n"
+                         "        with torch.autocast(device_type=device, enabled=False):  # the tables in float32\n"
+                         "            cos_npu = torch.index_select(self.cos_cached, 0, position_ids.reshape(-1))"),
+            std::string::npos)
+      << patched;
+  EXPECT_NE(patched.find("            cos, sin = cos_npu, sin_npu\n        return cos.to(x.dtype), sin.to(x.dtype)\n"),
+            std::string::npos)
+      << patched;
+  EXPECT_EQ(patched.find("angles = position_ids.float()"), std::string::npos);
+  EXPECT_EQ(patched.find("table.cos()"), std::string::npos);
+}
+
+// A statement between the chain's that reads what the chain only reads (x)
+// moves before the replacement; one that changes in place what the chain
+// reads does not.
+std::string reads_x(std::string text) {
+  return replaced(text, "self.inv_freq.float().view(1, 1, -1)\n", "self.inv_freq.float().view(1, 1, -1).to(x.device)\n");
+}
+
+TEST(RopeTables, AStatementReadingWhatTheChainOnlyReadsMovesBeforeIt) {
+  ScratchDir dir("rope_tables_reads_x");
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like",
+                          [](std::string text) { return autocast_forward(reads_x(text), kAutocastOff, kTablesInside); }),
+      {}, {}});
+  ASSERT_TRUE(applied(set)) << manual_step(set);
+  EXPECT_NE(set.files.at(0).patched.find("        device = x.device.type if isinstance(x.device.type, str) else \"cpu\"\n"
+                                         "        with torch.autocast("),
+            std::string::npos)
+      << set.files.at(0).patched;
+}
+
+TEST(RopeTables, AStatementChangingInPlaceWhatTheChainReadsStays) {
+  ScratchDir dir("rope_tables_in_place");
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like",
+                          [](std::string text) {
+                            text = autocast_forward(reads_x(text), kAutocastOff, kTablesInside);
+                            return replaced(text, "        device = x.device.type", "        position_ids.clamp_(min=0)\n        device = x.device.type");
+                          }),
+      {}, {}});
+  EXPECT_FALSE(applied(set));
+  EXPECT_NE(manual_step(set).find("sits between the chain's statements and is not part of the chain"), std::string::npos)
+      << manual_step(set);
+}
+
 struct Refusal {
   const char* name;
   const char* from;
@@ -94,10 +167,10 @@ TEST_P(RopeTablesRefused, StaysAManualStepWithTheReason) {
 INSTANTIATE_TEST_SUITE_P(
     Stale, RopeTablesRefused,
     ::testing::Values(
-        // A decorator may rescale inv_freq before each call (HF's dynamic_rope_update).
+        // A decorator apply knows nothing of may rescale inv_freq before each call.
         Refusal{"decorator", "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
-                "    @torch.no_grad()\n    @dynamic_rope_update\n    def forward(self, x: torch.Tensor, position_ids",
-                "is decorated with @dynamic_rope_update"},
+                "    @torch.no_grad()\n    @refresh_frequencies\n    def forward(self, x: torch.Tensor, position_ids",
+                "is decorated with @refresh_frequencies, which may change the module's state before each call"},
         // Another method changes the frequencies after __init__.
         Refusal{"changed", "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
                 "    def rescale(self, factor):\n        self.inv_freq.mul_(factor)\n\n"
@@ -112,6 +185,94 @@ INSTANTIATE_TEST_SUITE_P(
                 "knows no max_position_embeddings: it has none of max_position_embeddings, "
                 "self.max_position_embeddings"}),
     [](const ::testing::TestParamInfo<Refusal>& info) { return std::string(info.param.name); });
+
+// HF's @dynamic_rope_update changes inv_freq before a call for the dynamic
+// and LongRoPE types only: the config decides (RULE["apply"]["decorators"]).
+std::string dynamic_rope_decorated(std::string text) {
+  return replaced(text, "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
+                  "    @torch.no_grad()\n    @dynamic_rope_update\n    def forward(self, x: torch.Tensor, position_ids");
+}
+
+TEST(RopeTables, DynamicRopeUpdateIsHarmlessForTheConfigsRopeType) {
+  for (const char* type : {"", "default", "linear", "llama3", "yarn"}) {
+    ScratchDir dir(std::string("rope_dynamic_update_") + type);
+    PatchSet set = make_patches(PatchRequest{plan_for_model_copy(dir, "llama_like", dynamic_rope_decorated,
+                                                                 [&](nlohmann::json config) {
+                                                                   if (*type) config["rope_scaling"] = {{"rope_type", type}, {"factor", 2.0}};
+                                                                   return config;
+                                                                 }),
+                                             {}, {}});
+    EXPECT_TRUE(applied(set)) << type << ": " << manual_step(set);
+    EXPECT_NE(set.files.at(0).patched.find("    @dynamic_rope_update\n"), std::string::npos);
+  }
+}
+
+TEST(RopeTables, DynamicRopeUpdateRefusedForDynamicTypesOrWithoutAConfig) {
+  struct Case {
+    const char* name;
+    nlohmann::json rope_scaling;  // null: no config at all
+    const char* said;
+  };
+  const Case cases[] = {
+      {"dynamic", {{"rope_type", "dynamic"}, {"factor", 2.0}}, "with rope_scaling.rope_type = 'dynamic'"},
+      {"old_key", {{"type", "dynamic"}, {"factor", 2.0}}, "with rope_scaling.type = 'dynamic'"},
+      {"longrope", {{"rope_type", "longrope"}}, "with rope_scaling.rope_type = 'longrope'"},
+      {"no_config", nullptr, "the plan was made without --config to tell which"},
+  };
+  for (const Case& c : cases) {
+    ScratchDir dir(std::string("rope_dynamic_refused_") + c.name);
+    PatchSet set = make_patches(PatchRequest{plan_for_model_copy(dir, "llama_like", dynamic_rope_decorated,
+                                                                 [&](nlohmann::json config) {
+                                                                   if (c.rope_scaling.is_null()) return nlohmann::json();
+                                                                   config["rope_scaling"] = c.rope_scaling;
+                                                                   return config;
+                                                                 }),
+                                             {}, {}});
+    EXPECT_FALSE(applied(set)) << c.name;
+    EXPECT_NE(manual_step(set).find(c.said), std::string::npos) << c.name << ": " << manual_step(set);
+    EXPECT_NE(manual_step(set).find("is decorated with @dynamic_rope_update"), std::string::npos) << manual_step(set);
+  }
+}
+
+struct WithRefusal {
+  const char* name;
+  const char* header;
+  const char* inside;
+  const char* after;
+  const char* said;
+};
+
+class RopeTablesWithRefused : public ::testing::TestWithParam<WithRefusal> {};
+
+TEST_P(RopeTablesWithRefused, StaysAManualStepWithTheReason) {
+  const WithRefusal& r = GetParam();
+  ScratchDir dir(std::string("rope_with_refused_") + r.name);
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like", [&](std::string text) { return autocast_forward(text, r.header, r.inside, r.after); }),
+      {}, {}});
+  EXPECT_FALSE(applied(set));
+  EXPECT_NE(manual_step(set).find(r.said), std::string::npos) << manual_step(set);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    With, RopeTablesWithRefused,
+    ::testing::Values(
+        // Autocast turned on would lower ops moved into it.
+        WithRefusal{"autocast_on", "with torch.autocast(device_type=device, enabled=True):", kTablesInside, "",
+                    "lie in the header and body, or in several clauses, of the with statement"},
+        // Code of the with's own is not the chain's.
+        WithRefusal{"other_code_inside", kAutocastOff,
+                    "            table = torch.cat([angles, angles], dim=-1)\n"
+                    "            marker = 1\n"
+                    "            cos = table.cos()\n"
+                    "            sin = table.sin()\n",
+                    "", "sits inside the with statement at"},
+        // The chain goes on after the with.
+        WithRefusal{"continues_after", kAutocastOff,
+                    "            table = torch.cat([angles, angles], dim=-1)\n"
+                    "            cos = table.cos()\n",
+                    "        sin = table.sin()\n", "does not end with the body of the with statement at"}),
+    [](const ::testing::TestParamInfo<WithRefusal>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace npufuse::apply

@@ -136,6 +136,14 @@ TEST(StrictLoading, ApplyNamesLocalsAndParametersOfReplace) {
   EXPECT_NE(error.find("apply 'init_bindings' 'b': name at least one spelling"), std::string::npos) << error;
   error = load_error(valid_rule("    \"apply\": {\"build_once\": []},\n"));
   EXPECT_EQ(error.rfind("rules/demo/add.py:29:15: apply: unknown key 'build_once'", 0), 0u) << error;
+  EXPECT_EQ(load_error(valid_rule("    \"apply\": {\"decorators\": {\"refresh\": {\"config_keys\": [\"rope_scaling.rope_type\"], "
+                                  "\"stale_when\": [\"dynamic\"]}}},\n")),
+            "");
+  error = load_error(valid_rule("    \"apply\": {\"decorators\": {\"refresh\": {\"config_keys\": [\"rope_type\"]}}},\n"));
+  EXPECT_NE(error.find("apply 'decorators' 'refresh': missing 'stale_when'"), std::string::npos) << error;
+  error = load_error(valid_rule("    \"apply\": {\"decorators\": {\"refresh\": {\"config_keys\": [], \"stale_when\": [\"x\"]}}},\n"));
+  EXPECT_NE(error.find("apply 'decorators' 'refresh': 'config_keys' and 'stale_when' each need an entry"), std::string::npos)
+      << error;
 }
 
 TEST(StrictLoading, ModuleMustBeListed) {
