@@ -204,6 +204,24 @@ def search_id_compare_f_rms_norm(tokens, routing_weights, expert_ids, gate_weigh
     return F.rms_norm(summed, (summed.shape[-1],), weight, eps), summed
 
 
+def search_sized_accumulator(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights,
+                             num_experts, shared, residual, weight, eps):
+    # HF Qwen3-MoE / Mixtral style: the sum allocated from the token and hidden sizes, not zeros_like.
+    rows, width = tokens.shape
+    combined = torch.zeros((rows, width), dtype=tokens.dtype, device=tokens.device)
+    expert_mask = F.one_hot(expert_ids, num_classes=num_experts).permute(2, 1, 0)
+    for e in range(num_experts):
+        slot, token_idx = torch.where(expert_mask[e])
+        picked = tokens[token_idx]
+        hidden = F.silu(F.linear(picked, gate_weights[e])) * F.linear(picked, up_weights[e])
+        out = F.linear(hidden, down_weights[e]) * routing_weights[token_idx, slot, None]
+        combined.index_add_(0, token_idx, out.to(tokens.dtype))
+    summed = residual + (combined + shared)
+    x32 = summed.to(torch.float32)
+    inv_rms = torch.rsqrt(x32.square().mean(-1, keepdim=True) + eps)
+    return weight * (x32 * inv_rms).to(summed.dtype), summed
+
+
 def replace(tokens, routing_weights, expert_ids, gate_weights, up_weights, down_weights, num_experts,
             shared, residual, weight, eps):
     ids = expert_ids.to(torch.int32)

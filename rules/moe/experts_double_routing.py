@@ -102,6 +102,9 @@ RULE = {
     ],
     "match": {
         "optional_inputs": ["shared"],
+        # A shared expert's output is its down projection (or that scaled by a gate), never a
+        # residual sum: a model without one adds the routed sum to the residual stream.
+        "not_from": {"shared": ["add"]},
         "explain": [
             {"when": "expected silu(...), found mul(", "near_miss": "fixtures/experts_double_routing_nomatch_clamped_swiglu.py"},
         ],

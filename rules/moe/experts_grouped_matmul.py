@@ -98,6 +98,9 @@ RULE = {
     ],
     "match": {
         "optional_inputs": ["shared"],
+        # A shared expert's output is its down projection (or that scaled by a gate), never a
+        # residual sum: a model without one adds the routed sum to the residual stream.
+        "not_from": {"shared": ["add"]},
         "lookalikes": {"lookalike_dense_all_experts": {
             "near_miss": "fixtures/experts_grouped_matmul_nomatch_dense_all_experts.py",
             "inputs": {"dense_weights": {"shape": ["T", "E"], "dtype": "act", "init": "uniform", "low": 0.0, "high": 1.0}}}},

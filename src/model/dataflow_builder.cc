@@ -288,10 +288,75 @@ class Builder {
     // Pass, Raise, Assert, Delete, nested definitions: no dataflow.
   }
 
+  // `isinstance(NAME, tuple)` (or `(tuple, list)`): the name tested, else "".
+  static std::string tuple_test_name(const ast::expr* test) {
+    auto* call = ast::as<ast::Call>(test);
+    auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
+    if (!callee || callee->id != "isinstance" || call->args.size != 2 || call->keywords.size) return "";
+    auto* name = ast::as<ast::Name>(call->args[0]);
+    auto names_tuple = [](const ast::expr* e) {
+      auto* n = ast::as<ast::Name>(e);
+      return n && (n->id == "tuple" || n->id == "list");
+    };
+    bool tuple_type = names_tuple(call->args[1]);
+    if (auto* types = ast::as<ast::Tuple>(call->args[1]))
+      tuple_type = types->elts.size > 0 && std::all_of(types->elts.begin(), types->elts.end(), names_tuple);
+    return name && tuple_type ? std::string(name->id) : "";
+  }
+
+  // A value a module returns one way or another (a submodule built as an MoE
+  // block returning `(out, router_logits)` or as a dense MLP returning a
+  // tensor, merged by a phi), tested with `isinstance(v, tuple)`: each arm
+  // of the if sees only the values that take it, the tuples in the true arm
+  // and the tensors (results of torch ops) in the false one. Returns false,
+  // changing nothing, when some value could be either.
+  bool split_by_tuple_test(const ast::If* i, const std::string& cond) {
+    std::string name = tuple_test_name(i->test);
+    auto bound = env_.find(name);
+    if (name.empty() || bound == env_.end()) return false;
+    std::vector<int> arms{bound->second};
+    if (const DataflowOp& p = g_.producer_of(bound->second); p.name == "phi" && p.cls == OpClass::Structure) arms = p.inputs;
+    std::vector<int> tuples, tensors;
+    for (int v : arms) {
+      const DataflowOp& p = g_.producer_of(v);
+      if (p.name == "tuple" && p.cls == OpClass::Structure) tuples.push_back(v);
+      else if (p.cls == OpClass::Compute) tensors.push_back(v);
+      else return false;
+    }
+    auto one = [&](const std::vector<int>& vs) {
+      return vs.size() == 1 ? vs[0] : emit_value("phi", OpClass::Structure, vs, {}, i);
+    };
+    auto arm = [&](const std::vector<int>& values, const std::string& condition, const Span<ast::stmt*>& body) {
+      env_[name] = one(values);
+      conditions_.push_back(condition);
+      statements(body);
+      conditions_.pop_back();
+    };
+    // Every value takes one arm: only that arm runs.
+    if (tensors.empty() || tuples.empty()) {
+      if (tensors.empty()) arm(tuples, cond, i->body);
+      else arm(tensors, "not (" + cond + ")", i->orelse);
+      return true;
+    }
+    auto before = env_;
+    CalleeEnv callees_before = callees_;
+    arm(tuples, cond, i->body);
+    auto after_then = env_;
+    CalleeEnv callees_then = callees_;
+    env_ = before;
+    callees_ = callees_before;
+    arm(tensors, "not (" + cond + ")", i->orelse);
+    auto after_else = env_;
+    merge(before, after_then, after_else, i);
+    merge_callees(callees_then, callees_, cond, "not (" + cond + ")");
+    return true;
+  }
+
   void if_statement(const ast::If* i) {
     int test = expr(i->test);
     (void)test;
     std::string cond(file_->text_of(i->test));
+    if (split_by_tuple_test(i, cond)) return;
     auto before = env_;
     CalleeEnv callees_before = callees_;
     conditions_.push_back(cond);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "model/module_roles.h"
 
@@ -208,6 +209,37 @@ TEST(InlinedDataflow, LayerLoopIsUnrolledIntoTwoCopiesOfTheLayerWhenAsked) {
   EXPECT_TRUE(carried);
   // The layer's weights are read under the module list's path.
   EXPECT_TRUE(reads(g, "self.layers[].input_layernorm.weight"));
+}
+
+// A submodule built as an MoE block (returning `(out, router_logits)`) or as a
+// dense MLP (a tensor), and its result tested with `isinstance(out, tuple)`
+// (HF Qwen3-MoE's decoder layer; qwen3_moe_like): the tuple is unpacked in the
+// true arm only, the dense output passes the false arm as it is, and nothing
+// unpacks the merge of the two.
+TEST(InlinedDataflow, IsinstanceTupleSplitsAMergedModuleResultByKind) {
+  auto r = inline_forward("qwen3_moe_like", "Qwen3MoeForCausalLM", /*unroll=*/true);
+  const FunctionDataflow& g = r->graph;
+  size_t unpacks = 0;
+  for (const DataflowOp& op : g.ops)
+    if (op.name == "unpack" && op.line == 213) {
+      ++unpacks;
+      EXPECT_EQ(g.producer_of(op.inputs.at(0)).name, "tuple") << g.dump();
+    }
+  EXPECT_EQ(unpacks, 2u) << g.dump();  // once per layer copy
+  // Each copy's residual add (line 214) reads a merge of the MoE block's
+  // first element and the dense MLP's down projection.
+  size_t adds = 0;
+  for (const DataflowOp& op : g.ops) {
+    if (op.name != "add" || op.line != 214) continue;
+    ++adds;
+    const DataflowOp& merged = g.producer_of(op.inputs.at(1));
+    ASSERT_EQ(merged.name, "phi") << g.dump();
+    std::set<std::string> arms;
+    for (int v : merged.inputs) arms.insert(g.producer_of(v).name);
+    EXPECT_TRUE(arms.count("linear")) << g.dump();
+    EXPECT_FALSE(arms.count("tuple")) << g.dump();
+  }
+  EXPECT_EQ(adds, 2u) << g.dump();
 }
 
 // Only a loop over decoder layers is unrolled: a loop over a module list of
