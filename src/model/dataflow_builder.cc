@@ -155,10 +155,21 @@ class Builder {
     return out;
   }
 
+  // A value is named by the first name it gets in the shallowest function
+  // that names it: the function being built, else the inlined callee
+  // nearest to it (`z = self.shared_experts(x)` in the MoE block names the
+  // shared expert's output z, not `y` inside the shared MLP's last linear):
+  // the name a reader finds closest to where the chain is reported.
   void bind(const std::string& name, int value) {
     env_[name] = value;
     callees_.erase(name);
-    if (g_.values[static_cast<size_t>(value)].name.empty()) g_.values[static_cast<size_t>(value)].name = name;
+    std::string& current = g_.values[static_cast<size_t>(value)].name;
+    size_t depth = stack_.size();
+    auto named = named_at_depth_.find(value);
+    if (current.empty() || named == named_at_depth_.end() || depth < named->second) {
+      current = name;
+      named_at_depth_[value] = depth;
+    }
   }
 
   // An in-place write into a view (`cache.view(-1, h, d).index_copy_(...)`,
@@ -1307,6 +1318,7 @@ class Builder {
   int unroll_copy_ = 0;  // the copy of an unrolled module-list loop body being walked (1, 2), or 0
   std::string self_path_ = "self";
   std::vector<const ast::FunctionDef*> stack_;
+  std::map<int, size_t> named_at_depth_;  // value -> the inlining depth its name was given at
   std::vector<std::vector<int>> return_sets_;
   std::map<std::string, int> env_;
   CalleeEnv callees_;                    // locals that hold functions

@@ -242,6 +242,53 @@ TEST(InlinedDataflow, IsinstanceTupleSplitsAMergedModuleResultByKind) {
   EXPECT_EQ(adds, 2u) << g.dump();
 }
 
+// A value computed inside an inlined submodule is named by the shallowest
+// function that names it (`z = self.shared(x)`), not by the callee's local (`y`).
+TEST(InlinedDataflow, ValuesAreNamedAsTheBuiltFunctionNamesThem) {
+  const char* text = R"(import torch
+from torch import nn
+
+
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.proj(x)
+        return y
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared = Shared()
+
+    def forward(self, x):
+        z = self.shared(x)
+        w = z
+        return x + w
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def forward(self, h):
+        return self.block(h)
+)";
+  // Built for Block, and for Outer, which names nothing of the block's: z,
+  // given one level above the shared MLP's y, both times.
+  for (const char* cls : {"Block", "Outer"}) {
+    auto r = inline_sources(SourceSet::from_texts({{"block.py", text}}), cls);
+    const FunctionDataflow& g = r->graph;
+    auto linear = std::find_if(g.ops.begin(), g.ops.end(), [](const DataflowOp& op) { return op.name == "linear"; });
+    ASSERT_NE(linear, g.ops.end()) << g.dump();
+    EXPECT_EQ(g.values.at(static_cast<size_t>(linear->outputs.at(0))).name, "z") << cls << "\n" << g.dump();
+  }
+}
+
 // Only a loop over decoder layers is unrolled: a loop over a module list of
 // experts stays as it was, and so does a layer loop of a forward that is
 // itself inlined into another (the causal-LM head's call of the backbone).
