@@ -100,6 +100,12 @@ add_test(NAME apply_verify_alternative
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case alternative)
 set_tests_properties(apply_verify_alternative PROPERTIES TIMEOUT 900)
+# A model the machine cannot build (the process is killed): judged by the harnesses, the
+# model check skipped once with the reason and what to do.
+add_test(NAME apply_verify_model_too_large
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case killed)
+set_tests_properties(apply_verify_model_too_large PROPERTIES TIMEOUT 900)
 foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
                qwen3_moe_like vllm_style)
   add_test(NAME apply_verify_${_model}

@@ -27,7 +27,8 @@ class EditConflict : public std::runtime_error {
 // them overlap (an insertion at the end of another edit is allowed).
 std::vector<Edit> sorted_edits(std::vector<Edit> edits);
 
-// `original` with the (sorted, non-overlapping) edits applied.
+// `original` with the (sorted, non-overlapping) edits applied. In a file
+// whose lines mostly end in CRLF, the new lines of the edits do too.
 std::string apply_edits(const std::string& original, const std::vector<Edit>& sorted);
 
 }  // namespace npufuse::apply

@@ -393,6 +393,7 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
   const frontend::SourceFile& source = at.file->parsed->source;
   uint32_t line_start = source.line_start(last->lineno);
   std::string indent(source.text().substr(line_start, last->begin - line_start));
+  indent = indent.substr(0, indent.find_first_not_of(" \t"));  // `a = 1; b = 2`: the line's own indentation
   std::string text;
   for (const InitStatement& s : split.statements) {
     std::string value = substituted(rule_text, s.value, names);
@@ -400,18 +401,32 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
       std::string buffer = fresh(s.name, attributes);
       attributes.insert(buffer);
       // Built once; not saved with the weights.
-      text += fmt::format("\n{}{}.register_buffer(\"{}\", {}, persistent=False)", indent, self, buffer, value);
+      text += fmt::format("{}{}.register_buffer(\"{}\", {}, persistent=False)\n", indent, self, buffer, value);
       names[s.name] = self + "." + buffer;
       out.reads[s.name] = first_param(*fn.fn) + "." + buffer;
     } else {
       std::string local = fresh(s.name, init_names);
       init_names.insert(local);
-      text += fmt::format("\n{}{} = {}", indent, local, value);
+      text += fmt::format("{}{} = {}\n", indent, local, value);
       names[s.name] = local;
       out.left_out.insert(s.name);
     }
   }
-  if (!text.empty()) out.edits.push_back(Edit{at.file->path, last->end, last->end, text, candidate});
+  // On lines of their own after the last statement's line, so that a comment
+  // ending that line stays on it and the diff only adds lines.
+  if (!text.empty()) {
+    std::string_view all = source.text();
+    size_t newline = all.find('\n', last->end);
+    uint32_t at_offset = newline == std::string_view::npos ? static_cast<uint32_t>(all.size()) : static_cast<uint32_t>(newline + 1);
+    if (newline == std::string_view::npos) {
+      text = "\n" + text.substr(0, text.size() - 1);
+    } else if (newline > 0 && all[newline - 1] == '\r') {  // a CRLF file keeps its line ends
+      std::string crlf;
+      for (char ch : text) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+      text = crlf;
+    }
+    out.edits.push_back(Edit{at.file->path, at_offset, at_offset, text, candidate});
+  }
   return out;
 }
 

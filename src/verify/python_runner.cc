@@ -84,6 +84,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seco
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status) && !r.timed_out) r.signal = WTERMSIG(status);
   return r;
 }
 

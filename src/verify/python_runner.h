@@ -8,6 +8,7 @@ namespace npufuse::verify {
 
 struct ProcessResult {
   int exit_code = -1;      // -1 when it did not exit normally
+  int signal = 0;          // the signal that ended it (9: SIGKILL, also the kernel's out-of-memory killer), else 0
   bool timed_out = false;
   std::string out, err;
   std::string start_error;  // the program could not be started

@@ -36,6 +36,11 @@ CheckResult read_result(const ProcessResult& run, const std::string& what) {
     r.error = fmt::format("{}: timed out; stderr: {}", what, tail(run.err, 400));
     return r;
   }
+  if (run.signal != 0) {
+    r.error = fmt::format("{}: killed by signal {}{}; stderr: {}", what, run.signal,
+                          run.signal == 9 ? " (SIGKILL: most likely out of memory)" : "", tail(run.err, 400));
+    return r;
+  }
   std::string line = last_line(run.out);
   try {
     r.data = nlohmann::ordered_json::parse(line);

@@ -150,12 +150,31 @@ CheckResult VerifySession::run_model_check(const std::string& original, const st
     r.data = {{"skipped", "the plan was made without --config, so the model cannot be built"}};
     return r;
   }
+  if (!model_check_unavailable_.empty()) {
+    CheckResult r;
+    r.data = {{"skipped", model_check_unavailable_}};
+    return r;
+  }
   std::string script = (fs::path(python_dir_) / "npufuse_verify" / "model_check.py").string();
   std::string device = options_.device;
   ProcessResult run = run_process({python_interpreter(), script, "--original", absolute_path(original), "--patched",
                                    absolute_path(patched), "--config", absolute_path(recorded_.options.config),
                                    "--device", device},
                                   options_.timeout_seconds);
+  // Killed or out of time: the model the config describes is too large to
+  // build and run here. Not a verdict on the patch; the harness still is.
+  if (run.timed_out || run.signal != 0) {
+    std::string how = run.timed_out ? fmt::format("took longer than {} s (--timeout)", options_.timeout_seconds)
+                                    : fmt::format("was killed by signal {}{}", run.signal,
+                                                  run.signal == 9 ? ", most likely out of memory" : "");
+    model_check_unavailable_ = fmt::format(
+        "building and running the whole model from {} {}: too large for this machine; put a config with the same "
+        "structure and small sizes next to it as config.tiny.json (docs/verify.md)",
+        recorded_.options.config, how);
+    CheckResult r;
+    r.data = {{"skipped", model_check_unavailable_}};
+    return r;
+  }
   CheckResult r = read_result(run, "model check of " + patched);
   return r;
 }

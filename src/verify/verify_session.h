@@ -49,7 +49,10 @@ class VerifySession {
   // candidate's edit; empty when apply made none (the rule cut is used).
   HarnessSpec spec_for(const plan::Candidate& c, const std::map<std::string, std::string>& patched) const;
   CheckResult run_harness(const HarnessSpec& spec, const std::string& harness_path) const;
-  // Original model file vs its patched copy; skipped (data.skipped) when the plan has no config.
+  // Original model file vs its patched copy; skipped (data.skipped) when the
+  // plan has no config, and when the model cannot be built and run on this
+  // machine (the process was killed, out of memory most likely, or timed
+  // out): that reason then stands for every later call without a new run.
   CheckResult run_model_check(const std::string& original, const std::string& patched) const;
 
   // apply's patches for exactly these ids, written as copies under dir;
@@ -66,6 +69,7 @@ class VerifySession {
   plan::Plan recorded_;
   apply::Reanalysis analysis_;
   std::string python_dir_;
+  mutable std::string model_check_unavailable_;  // why the whole model cannot be checked here, once seen
 };
 
 // "norm.rms_norm@tests/models/x/model.py:52" -> "norm.rms_norm_model.py_52"-like file stem.

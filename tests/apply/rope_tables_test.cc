@@ -146,6 +146,35 @@ TEST(RopeTables, AStatementChangingInPlaceWhatTheChainReadsStays) {
       << manual_step(set);
 }
 
+// The tables go on lines of their own after __init__'s last line: a comment
+// ending that line stays on it, and a CRLF file gets CRLF lines.
+TEST(RopeTables, TheTablesGoOnLinesOfTheirOwnAfterInit) {
+  const std::string last = "        self.register_buffer(\"inv_freq\", inv_freq, persistent=False)";
+  ScratchDir dir("rope_tables_comment");
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like",
+                          [&](std::string text) { return replaced(text, last + "\n", last + "  # not saved\n"); }),
+      {}, {}});
+  ASSERT_TRUE(applied(set)) << manual_step(set);
+  EXPECT_NE(set.files.at(0).patched.find(last + "  # not saved\n        t = torch.arange("), std::string::npos)
+      << set.files.at(0).patched;
+
+  ScratchDir crlf_dir("rope_tables_crlf");
+  PatchSet crlf = make_patches(PatchRequest{plan_for_model_copy(crlf_dir, "llama_like",
+                                                                [](std::string text) {
+                                                                  std::string out;
+                                                                  for (char ch : text) out += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+                                                                  return out;
+                                                                }),
+                                            {}, {}});
+  ASSERT_TRUE(applied(crlf)) << manual_step(crlf);
+  const std::string& p = crlf.files.at(0).patched;
+  EXPECT_NE(p.find(last + "\r\n        t = torch.arange(config.max_position_embeddings, dtype=torch.float32)\r\n"), std::string::npos)
+      << p;
+  for (size_t i = p.find('\n'); i != std::string::npos; i = p.find('\n', i + 1))
+    ASSERT_TRUE(i > 0 && p[i - 1] == '\r') << "a bare LF at byte " << i;
+}
+
 struct Refusal {
   const char* name;
   const char* from;

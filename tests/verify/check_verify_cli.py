@@ -223,11 +223,52 @@ def case_models(args, src, tmp, problems):
                   else "  no applicable candidate in the plan")
 
 
+def case_killed(args, src, tmp, problems):
+    """The whole model cannot be built here (the process building it is killed, as the
+    kernel's out-of-memory killer does with a full-size config on a small machine): the
+    candidates are judged by their harnesses, each says the model check was skipped and
+    why, and the model is not built again for every candidate."""
+    model = tmp / "model"
+    model.mkdir()
+    text = (src / "tests" / "models" / "llama_like" / "model.py").read_text()
+    entry = "def from_config(values: dict) -> LlamaForCausalLM:\n"
+    if entry not in text:
+        sys.exit("llama_like's from_config is not where this test expects it")
+    # The model check is the only caller of from_config; the marker counts its runs.
+    text = text.replace(entry, entry + "    open(__file__ + '.built', 'a').write('x')\n"
+                                       "    os.kill(os.getpid(), 9)\n")
+    (model / "model.py").write_text("import os\n" + text)
+    shutil.copy(src / "tests" / "models" / "llama_like" / "config.json", model / "config.json")
+    plan = tmp / "plan.json"
+    analyze(args.npufuse, model, plan)
+    out = tmp / "out"
+    r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--verify", "--out", out])
+    print(r.stdout[-3000:], r.stderr[-1500:], sep="\n")
+    report = json.loads((out / "report.json").read_text())
+    kept = [c for c in report["candidates"] if c["status"] == "kept"]
+    rolled = [c for c in report["candidates"] if c["status"] == "rolled_back"]
+    if not kept or rolled:
+        problems.append(f"expected the candidates kept on their harnesses: kept {len(kept)}, rolled back {len(rolled)}")
+    for c in kept:
+        skipped = (c.get("model_check") or {}).get("skipped") or ""
+        if "killed by signal 9" not in skipped or "config.tiny.json" not in skipped:
+            problems.append(f"{c['id']}: the model check does not say it could not run and what to do: {skipped!r}")
+    whole = (report.get("model_check") or {}).get("skipped") or ""
+    if "killed by signal 9" not in whole:
+        problems.append(f"the whole-model line does not say why it was not checked: {whole!r}")
+    builds = (model / "model.py.built")
+    if builds.exists() and len(builds.read_text()) != 1:
+        problems.append(f"the model was built {len(builds.read_text())} times, expected once")
+    md = (out / "report.md").read_text()
+    if "model check skipped: building and running the whole model" not in md:
+        problems.append("report.md does not say the model check was skipped")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--npufuse", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "models"))
+    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "models", "killed"))
     ap.add_argument("--model", default="")
     args = ap.parse_args()
     src = Path(args.source_dir).resolve()
@@ -235,7 +276,7 @@ def main():
     problems = []
     try:
         {"llama": case_llama, "wrong": case_wrong, "alternative": case_alternative,
-         "models": case_models}[args.case](args, src, tmp, problems)
+         "models": case_models, "killed": case_killed}[args.case](args, src, tmp, problems)
     finally:
         if not os.environ.get("NPUFUSE_KEEP_TMP"):
             shutil.rmtree(tmp, ignore_errors=True)
