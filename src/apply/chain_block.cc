@@ -1,5 +1,7 @@
 #include "apply/chain_block.h"
 
+#include "apply/source_functions.h"
+
 namespace npufuse::apply {
 namespace {
 
@@ -49,13 +51,6 @@ bool is_loop(const ast::stmt* s) {
   return ast::as<ast::For>(s) || ast::as<ast::AsyncFor>(s) || ast::as<ast::While>(s);
 }
 
-// The last name of a callee: `autocast` for `torch.cuda.amp.autocast`.
-std::string_view callee_name(const ast::expr* f) {
-  if (auto* name = ast::as<ast::Name>(f)) return name->id;
-  if (auto* attr = ast::as<ast::Attribute>(f)) return attr->attr;
-  return {};
-}
-
 bool is_false(const ast::expr* e) {
   auto* c = ast::as<ast::Constant>(e);
   return c && c->value.kind == ast::ConstantKind::False;
@@ -66,7 +61,7 @@ bool context_off_only(const ast::withitem* item) {
   if (item->optional_vars) return false;
   auto* call = ast::as<ast::Call>(item->context_expr);
   if (!call) return false;
-  std::string_view callee = callee_name(call->func);
+  std::string callee = last_name(call->func);
   if (callee == "no_grad") return call->args.size == 0 && call->keywords.size == 0;
   if (callee == "inference_mode")
     return call->keywords.size == 0 && (call->args.size == 0 || ast::as<ast::Constant>(call->args[0]));

@@ -256,21 +256,20 @@ std::set<std::string> mentioned_paths(const ast::stmt* s) {
 // call with `out=x` or `inplace=True` on its arguments), as paths.
 std::set<std::string> changed_names(const ast::stmt* s) {
   std::set<std::string> out = names_in(s, ast::expr_context::Store);
-  auto base_name = [](const ast::expr* e) { return path_of(e); };
   model::walk(s, [&](const ast::Node* x) {
     if (auto* a = ast::as<ast::Assign>(x))
       for (const ast::expr* t : a->targets)
-        if (!ast::as<ast::Name>(t)) out.insert(base_name(t));
-    if (auto* a = ast::as<ast::AugAssign>(x)) out.insert(base_name(a->target));
+        if (!ast::as<ast::Name>(t)) out.insert(path_of(t));
+    if (auto* a = ast::as<ast::AugAssign>(x)) out.insert(path_of(a->target));
     if (auto* call = ast::as<ast::Call>(x)) {
       auto* attr = ast::as<ast::Attribute>(call->func);
       if (attr && attr->attr.size() > 1 && attr->attr.back() == '_' && attr->attr.front() != '_')
-        out.insert(base_name(attr->value));
+        out.insert(path_of(attr->value));
       for (const ast::keyword* k : call->keywords) {
         if (!ast::present(k->arg)) continue;
-        if (k->arg == "out") out.insert(base_name(k->value));
+        if (k->arg == "out") out.insert(path_of(k->value));
         if (k->arg == "inplace")
-          for (const ast::expr* arg : call->args) out.insert(base_name(arg));
+          for (const ast::expr* arg : call->args) out.insert(path_of(arg));
       }
     }
     return true;

@@ -221,9 +221,7 @@ bool harmless_decorator(const model::ModelFile& file, const ast::expr* d) {
 // `@rope_utils.dynamic_rope_update` or `@dynamic_rope_update(...)`.
 std::string decorator_name(const ast::expr* d) {
   if (auto* call = ast::as<ast::Call>(d)) d = call->func;
-  if (auto* name = ast::as<ast::Name>(d)) return std::string(name->id);
-  if (auto* attr = ast::as<ast::Attribute>(d)) return std::string(attr->attr);
-  return "";
+  return last_name(d);
 }
 
 // Why the decorator may change the module before a call, for this config;
@@ -413,18 +411,13 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
     }
   }
   // On lines of their own after the last statement's line, so that a comment
-  // ending that line stays on it and the diff only adds lines.
+  // ending that line stays on it and the diff only adds lines (a CRLF file's
+  // line ends are apply_edits' business).
   if (!text.empty()) {
     std::string_view all = source.text();
     size_t newline = all.find('\n', last->end);
     uint32_t at_offset = newline == std::string_view::npos ? static_cast<uint32_t>(all.size()) : static_cast<uint32_t>(newline + 1);
-    if (newline == std::string_view::npos) {
-      text = "\n" + text.substr(0, text.size() - 1);
-    } else if (newline > 0 && all[newline - 1] == '\r') {  // a CRLF file keeps its line ends
-      std::string crlf;
-      for (char ch : text) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
-      text = crlf;
-    }
+    if (newline == std::string_view::npos) text = "\n" + text.substr(0, text.size() - 1);
     out.edits.push_back(Edit{at.file->path, at_offset, at_offset, text, candidate});
   }
   return out;

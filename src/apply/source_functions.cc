@@ -72,6 +72,12 @@ std::string text_of(const model::ModelFile& file, const ast::Node* n) {
   return std::string(file.parsed->source.text().substr(n->begin, n->end - n->begin));
 }
 
+std::string last_name(const ast::expr* e) {
+  if (auto* name = ast::as<ast::Name>(e)) return std::string(name->id);
+  if (auto* attr = ast::as<ast::Attribute>(e)) return std::string(attr->attr);
+  return "";
+}
+
 bool is_docstring(const ast::stmt* s) {
   auto* e = ast::as<ast::Expr>(s);
   return e && ast::as<ast::Constant>(e->value);

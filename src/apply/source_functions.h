@@ -35,6 +35,10 @@ const frontend::ast::Assign* self_assignment(const frontend::ast::FunctionDef& f
 // The source text of a node of `file`.
 std::string text_of(const model::ModelFile& file, const frontend::ast::Node* n);
 
+// The last name of a reference: `autocast` for `torch.cuda.amp.autocast`,
+// `x` for `x`; empty for anything else.
+std::string last_name(const frontend::ast::expr* e);
+
 // A statement that is a bare string literal (a docstring).
 bool is_docstring(const frontend::ast::stmt* s);
 

@@ -319,72 +319,59 @@ class Builder {
   // block returning `(out, router_logits)` or as a dense MLP returning a
   // tensor, merged by a phi), tested with `isinstance(v, tuple)`: each arm
   // of the if sees only the values that take it, the tuples in the true arm
-  // and the tensors (results of torch ops) in the false one. Returns false,
-  // changing nothing, when some value could be either.
-  bool split_by_tuple_test(const ast::If* i, const std::string& cond) {
+  // and the tensors (results of torch ops) in the false one. Empty when some
+  // value could be either.
+  struct TupleSplit {
+    std::string name;
+    std::vector<int> tuples, tensors;
+  };
+  std::optional<TupleSplit> split_by_tuple_test(const ast::If* i) const {
     std::string name = tuple_test_name(i->test);
     auto bound = env_.find(name);
-    if (name.empty() || bound == env_.end()) return false;
+    if (name.empty() || bound == env_.end()) return std::nullopt;
     std::vector<int> arms{bound->second};
     if (const DataflowOp& p = g_.producer_of(bound->second); p.name == "phi" && p.cls == OpClass::Structure) arms = p.inputs;
-    std::vector<int> tuples, tensors;
+    TupleSplit split{name, {}, {}};
     for (int v : arms) {
       const DataflowOp& p = g_.producer_of(v);
-      if (p.name == "tuple" && p.cls == OpClass::Structure) tuples.push_back(v);
-      else if (p.cls == OpClass::Compute) tensors.push_back(v);
-      else return false;
+      if (p.name == "tuple" && p.cls == OpClass::Structure) split.tuples.push_back(v);
+      else if (p.cls == OpClass::Compute) split.tensors.push_back(v);
+      else return std::nullopt;
     }
-    auto one = [&](const std::vector<int>& vs) {
-      return vs.size() == 1 ? vs[0] : emit_value("phi", OpClass::Structure, vs, {}, i);
-    };
-    auto arm = [&](const std::vector<int>& values, const std::string& condition, const Span<ast::stmt*>& body) {
-      env_[name] = one(values);
-      conditions_.push_back(condition);
-      statements(body);
-      conditions_.pop_back();
-    };
-    // Every value takes one arm: only that arm runs.
-    if (tensors.empty() || tuples.empty()) {
-      if (tensors.empty()) arm(tuples, cond, i->body);
-      else arm(tensors, "not (" + cond + ")", i->orelse);
-      return true;
-    }
-    auto before = env_;
-    CalleeEnv callees_before = callees_;
-    arm(tuples, cond, i->body);
-    auto after_then = env_;
-    CalleeEnv callees_then = callees_;
-    env_ = before;
-    callees_ = callees_before;
-    arm(tensors, "not (" + cond + ")", i->orelse);
-    auto after_else = env_;
-    merge(before, after_then, after_else, i);
-    merge_callees(callees_then, callees_, cond, "not (" + cond + ")");
-    return true;
+    return split;
   }
 
   void if_statement(const ast::If* i) {
     int test = expr(i->test);
     (void)test;
     std::string cond(file_->text_of(i->test));
-    if (split_by_tuple_test(i, cond)) return;
+    std::string negated = "not (" + cond + ")";
+    std::optional<TupleSplit> split = split_by_tuple_test(i);
+    // One arm under its condition; with a split, the tested name bound to
+    // the values that take it.
+    auto arm = [&](const Span<ast::stmt*>& body, const std::string& condition, const std::vector<int>* values) {
+      if (values) env_[split->name] = values->size() == 1 ? values->front() : emit_value("phi", OpClass::Structure, *values, {}, i);
+      conditions_.push_back(condition);
+      statements(body);
+      conditions_.pop_back();
+    };
+    // Every value takes one arm: only that arm runs.
+    if (split && (split->tuples.empty() || split->tensors.empty())) {
+      if (split->tensors.empty()) arm(i->body, cond, &split->tuples);
+      else arm(i->orelse, negated, &split->tensors);
+      return;
+    }
     auto before = env_;
     CalleeEnv callees_before = callees_;
-    conditions_.push_back(cond);
-    statements(i->body);
-    conditions_.pop_back();
+    arm(i->body, cond, split ? &split->tuples : nullptr);
     auto after_then = env_;
     CalleeEnv callees_then = callees_;
     env_ = before;
     callees_ = callees_before;
-    if (!i->orelse.empty()) {
-      conditions_.push_back("not (" + cond + ")");
-      statements(i->orelse);
-      conditions_.pop_back();
-    }
+    arm(i->orelse, negated, split ? &split->tensors : nullptr);
     auto after_else = env_;
     merge(before, after_then, after_else, i);
-    merge_callees(callees_then, callees_, cond, "not (" + cond + ")");
+    merge_callees(callees_then, callees_, cond, negated);
   }
 
   // A parameter its module's __init__ sets to None when a flag of the
