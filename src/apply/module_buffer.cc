@@ -6,6 +6,9 @@
 #include <optional>
 
 #include "model/ast_walk.h"
+#include "model/config_schema.h"
+#include "model/evaluator.h"
+#include "model/init_attributes.h"
 
 namespace npufuse::apply {
 namespace {
@@ -45,29 +48,148 @@ const ast::Call* registration(const ast::Node* n, const std::string& self, std::
   return nullptr;
 }
 
-// The line at which a method of `cls` other than __init__ sets or changes
-// `self.<attr>` in place (`self.inv_freq = ...`, `self.inv_freq.copy_(...)`),
-// or 0.
-int changed_outside_init(const ast::ClassDef& cls, std::string_view attr) {
+// The line at which `method` sets or changes `self.<attr>` in place
+// (`self.inv_freq = ...`, `self.inv_freq.copy_(...)`, register_buffer), or 0.
+int changes_attribute(const ast::FunctionDef& method, std::string_view attr) {
   int line = 0;
-  for (const ast::stmt* s : cls.body) {
-    auto* method = ast::as<ast::FunctionDef>(s);
-    if (!method || method->name == "__init__") continue;
-    std::string self = first_param(*method);
-    model::walk(method, [&](const ast::Node* x) {
-      if (line) return false;
-      if (auto* a = ast::as<ast::Attribute>(x); a && a->ctx != ast::expr_context::Load && is_self_attribute(a, self, attr))
-        line = static_cast<int>(a->lineno);
-      if (registration(x, self, attr)) line = static_cast<int>(x->lineno);
-      if (auto* call = ast::as<ast::Call>(x))
-        if (auto* f = ast::as<ast::Attribute>(call->func); f && !f->attr.empty() && f->attr.back() == '_' &&
-                                                           is_self_attribute(f->value, self, attr))
-          line = static_cast<int>(call->lineno);
+  std::string self = first_param(method);
+  model::walk(&method, [&](const ast::Node* x) {
+    if (line) return false;
+    if (auto* a = ast::as<ast::Attribute>(x); a && a->ctx != ast::expr_context::Load && is_self_attribute(a, self, attr))
+      line = static_cast<int>(a->lineno);
+    if (registration(x, self, attr)) line = static_cast<int>(x->lineno);
+    if (auto* call = ast::as<ast::Call>(x))
+      if (auto* f = ast::as<ast::Attribute>(call->func); f && !f->attr.empty() && f->attr.back() == '_' &&
+                                                         is_self_attribute(f->value, self, attr))
+        line = static_cast<int>(call->lineno);
+    return true;
+  });
+  return line;
+}
+
+// One mention of `<self>.<method>` in a method of the class.
+struct Mention {
+  const ast::FunctionDef* in = nullptr;
+  int line = 0;
+  bool ruled_out = false;  // in an if arm the config does not take
+  std::string guard;       // the innermost if test of the mention's arm, if any
+  bool decided = false;    // the config takes that arm
+};
+
+// The class's mentions of `self.<method>` and whether the config rules each
+// one out. Ifs are followed; other compound statements count as taken.
+class MethodMentions {
+ public:
+  MethodMentions(const model::ModelFile& file, model::Evaluator& ev, model::EvalScope& scope, std::string_view method)
+      : file_(file), ev_(ev), scope_(scope), method_(method) {}
+
+  void in_method(const ast::FunctionDef& fn) {
+    fn_ = &fn;
+    self_ = first_param(fn);
+    body(fn.body, false, {"", false});
+  }
+  const std::vector<Mention>& found() const { return found_; }
+
+ private:
+  struct Guard {
+    std::string test;
+    bool decided = false;
+  };
+  void body(const frontend::Span<ast::stmt*>& stmts, bool ruled_out, const Guard& guard) {
+    for (const ast::stmt* s : stmts) {
+      if (auto* i = ast::as<ast::If>(s)) {
+        expression(i->test, ruled_out, guard);
+        std::optional<bool> t = ruled_out ? std::nullopt : ev_.truth(i->test, scope_);
+        std::string test = text_of(file_, i->test);
+        // An arm the config takes inside one it leaves open is open.
+        bool open_outside = !guard.test.empty() && !guard.decided;
+        body(i->body, ruled_out || (t && !*t), t && open_outside ? guard : Guard{test, t.has_value()});
+        body(i->orelse, ruled_out || (t && *t), t && open_outside ? guard : Guard{"not (" + test + ")", t.has_value()});
+        continue;
+      }
+      expression(s, ruled_out, guard);
+    }
+  }
+  void expression(const ast::Node* n, bool ruled_out, const Guard& guard) {
+    model::walk(n, [&](const ast::Node* x) {
+      if (auto* a = ast::as<ast::Attribute>(x); a && a->attr == method_ && is_name(a->value, self_))
+        found_.push_back(Mention{fn_, static_cast<int>(a->lineno), ruled_out, guard.test, guard.decided});
       return true;
     });
-    if (line) break;
   }
-  return line;
+
+  const model::ModelFile& file_;
+  model::Evaluator& ev_;
+  model::EvalScope& scope_;
+  std::string_view method_;
+  const ast::FunctionDef* fn_ = nullptr;
+  std::string self_;
+  std::vector<Mention> found_;
+};
+
+// How many times any file of `sources` reads an attribute named `name`.
+size_t attribute_reads(const model::SourceSet& sources, std::string_view name) {
+  size_t n = 0;
+  for (const auto& f : sources.files())
+    model::walk(f->parsed->module, [&](const ast::Node* x) {
+      if (auto* a = ast::as<ast::Attribute>(x); a && a->attr == name) ++n;
+      return true;
+    });
+  return n;
+}
+
+struct ClassAt {
+  const model::ModelFile* file = nullptr;
+  const ast::ClassDef* cls = nullptr;
+  const ast::FunctionDef* init = nullptr;
+  std::string name;
+};
+
+// Why a method of the class other than __init__ that changes `self.<attr>`
+// may run, or "" when none may. A helper the class calls only in if arms
+// the config rules out (HF's `if "dynamic" in self.rope_type:
+// self._dynamic_frequency_update(...)` with a default rope type), and that no
+// other code names, does not run. A method the class never calls is part of
+// its interface: anyone may call it.
+std::string changed_after_init(const ClassAt& at, const model::SourceSet& sources, const model::ModelConfig* config,
+                               std::string_view attr) {
+  std::optional<model::ModelConfig> none;
+  std::optional<model::ConfigSchema> schema;
+  std::optional<model::Evaluator> ev;
+  std::optional<model::ClassInstance> instance;
+  for (const ast::stmt* s : at.cls->body) {
+    auto* method = ast::as<ast::FunctionDef>(s);
+    if (!method || method->name == "__init__") continue;
+    int line = changes_attribute(*method, attr);
+    if (!line) continue;
+    std::string changed = fmt::format("self.{} is changed after __init__, at {}:{}", attr, at.file->path, line);
+    const model::ClassDecl* decl = sources.find_class(at.name);
+    if (method->name == "forward" || std::string_view(method->name).rfind("__", 0) == 0 || !decl) return changed;
+    if (!ev) {
+      if (!config) config = &none.emplace();
+      schema.emplace(model::ConfigSchema::discover(sources));
+      ev.emplace(sources, *config, *schema);
+      instance.emplace(model::describe_instance(sources, *ev, *decl, nullptr));
+    }
+    MethodMentions mentions(*at.file, *ev, instance->scope, method->name);
+    for (const ast::stmt* other : at.cls->body)
+      if (auto* fn = ast::as<ast::FunctionDef>(other)) mentions.in_method(*fn);
+    if (mentions.found().empty()) return changed;
+    if (attribute_reads(sources, method->name) > mentions.found().size())
+      return fmt::format("{}, by {}, which code outside {} calls", changed, method->name, at.name);
+    for (const Mention& m : mentions.found()) {
+      if (m.ruled_out) continue;
+      std::string when = m.guard.empty() ? "" : fmt::format(" when {}", m.guard);
+      std::string decide = m.guard.empty() ? ""
+                           : m.decided ? (config->loaded() ? fmt::format(", as it is with {}", config->origin()) : "")
+                           : config && config->loaded()
+                               ? fmt::format(", which {} does not decide", config->origin())
+                               : ", which the plan, made without --config, cannot decide";
+      return fmt::format("{}, by {}, which {} calls at {}:{}{}{}", changed, method->name, m.in->name, at.file->path,
+                         m.line, when, decide);
+    }
+  }
+  return "";
 }
 
 bool is_parameter_call(const ast::expr* e) {
@@ -78,15 +200,9 @@ bool is_parameter_call(const ast::expr* e) {
   return a && a->attr == "Parameter";
 }
 
-struct ClassAt {
-  const model::ModelFile* file = nullptr;
-  const ast::ClassDef* cls = nullptr;
-  const ast::FunctionDef* init = nullptr;
-  std::string name;
-};
-
 // Why `self.<attr>` is not a value fixed once __init__ has run, or "".
-std::string not_fixed_at_init(const ClassAt& at, std::string_view attr) {
+std::string not_fixed_at_init(const ClassAt& at, const model::SourceSet& sources, const model::ModelConfig* config,
+                              std::string_view attr) {
   std::string self = first_param(*at.init);
   std::string how;  // how __init__ sets it: "" (not at all), "ok" or the reason it is not fixed
   model::walk(at.init, [&](const ast::Node* x) {
@@ -110,9 +226,7 @@ std::string not_fixed_at_init(const ClassAt& at, std::string_view attr) {
   });
   if (how.empty()) return fmt::format("{}.__init__ does not set self.{}", at.name, attr);
   if (how != "ok") return fmt::format("self.{}: {}", attr, how);
-  if (int line = changed_outside_init(*at.cls, attr))
-    return fmt::format("self.{} is changed after __init__, at {}:{}", attr, at.file->path, line);
-  return "";
+  return changed_after_init(at, sources, config, attr);
 }
 
 // Whether some file of `sources` reads an attribute `attr` of anything, or
@@ -139,13 +253,14 @@ bool attribute_known(const model::SourceSet& sources, std::string_view attr) {
 // `spelling` ("max_position_embeddings", "self.max_seq_len_cached",
 // "config.max_position_embeddings") as a value in at.init's last line, or
 // why not.
-std::string spelling_unusable(const ClassAt& at, const model::SourceSet& sources, const std::string& spelling) {
+std::string spelling_unusable(const ClassAt& at, const model::SourceSet& sources, const model::ModelConfig* config,
+                              const std::string& spelling) {
   size_t dot = spelling.find('.');
   std::set<std::string> params = parameter_names(*at.init);
   if (dot == std::string::npos)
     return params.count(spelling) ? "" : fmt::format("{}.__init__ has no parameter {}", at.name, spelling);
   std::string base = spelling.substr(0, dot), attr = spelling.substr(dot + 1);
-  if (base == first_param(*at.init)) return not_fixed_at_init(at, attr);
+  if (base == first_param(*at.init)) return not_fixed_at_init(at, sources, config, attr);
   if (!params.count(base)) return fmt::format("{}.__init__ has no parameter {}", at.name, base);
   if (!attribute_known(sources, attr)) return fmt::format("no file defines or reads an attribute {}", attr);
   return "";
@@ -329,7 +444,7 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
         why_not[param] = fmt::format("{} = {}, which is not an attribute {} sets once", param, text, at.name);
         continue;
       }
-      if (std::string why = not_fixed_at_init(at, attr); !why.empty()) {
+      if (std::string why = not_fixed_at_init(at, sources, config, attr); !why.empty()) {
         why_not[param] = why;
         continue;
       }
@@ -339,7 +454,7 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
       if (init_spelling.count(param)) continue;
       std::vector<std::string> unusable;  // spellings that exist but do not hold a fixed value
       for (const std::string& s : spellings) {
-        std::string why = spelling_unusable(at, sources, s);
+        std::string why = spelling_unusable(at, sources, config, s);
         if (why.empty()) {
           init_spelling[param] = s;
           break;

@@ -136,20 +136,20 @@ std::optional<bool> compare_values(ast::cmpop op, const json& a, const json& b) 
     case ast::cmpop::NotEq: return a != b;
     default: break;
   }
-  if (!(a.is_number() && b.is_number()) && !(a.is_string() && b.is_string())) {
-    if ((op == ast::cmpop::In || op == ast::cmpop::NotIn) && (b.is_array() || b.is_object() || b.is_string())) {
-      bool found = false;
-      if (b.is_array()) {
-        for (const auto& x : b) found = found || x == a;
-      } else if (b.is_object() && a.is_string()) {
-        found = b.contains(a.get<std::string>());
-      } else if (b.is_string() && a.is_string()) {
-        found = b.get<std::string>().find(a.get<std::string>()) != std::string::npos;
-      }
-      return op == ast::cmpop::In ? found : !found;
+  // `in` first: between two strings (`"dynamic" in rope_type`) it is a substring test.
+  if ((op == ast::cmpop::In || op == ast::cmpop::NotIn) && (b.is_array() || b.is_object() || b.is_string())) {
+    if (b.is_string() && !a.is_string()) return std::nullopt;  // a TypeError in Python
+    bool found = false;
+    if (b.is_array()) {
+      for (const auto& x : b) found = found || x == a;
+    } else if (b.is_object() && a.is_string()) {
+      found = b.contains(a.get<std::string>());
+    } else if (b.is_string()) {
+      found = b.get<std::string>().find(a.get<std::string>()) != std::string::npos;
     }
-    return std::nullopt;
+    return op == ast::cmpop::In ? found : !found;
   }
+  if (!(a.is_number() && b.is_number()) && !(a.is_string() && b.is_string())) return std::nullopt;
   switch (op) {
     case ast::cmpop::Lt: return a < b;
     case ast::cmpop::LtE: return a <= b;

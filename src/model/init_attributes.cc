@@ -100,6 +100,23 @@ class InitDescriber {
     }
   }
 
+  // `if cfg.x: self.t = a` / `else: self.t = b`: where the config decides
+  // the arm, the arm it takes defines self.t, not the first one written
+  // (collect_definitions). A value reading self.t itself keeps the earlier one.
+  void taken_definition(const ast::expr* target, const ast::expr* value) {
+    std::string name;
+    if (!is_self_attr(target, &name)) return;
+    bool reads_itself = false;
+    walk(value, [&](const ast::Node* x) {
+      std::string read;
+      if (auto* a = ast::as<ast::Attribute>(x); a && is_self_attr(a, &read) && read == name) reads_itself = true;
+      return !reads_itself;
+    });
+    if (reads_itself) return;
+    out_.scope.self_attrs[name] = value;
+    out_.scope.cache.erase("self:" + name);
+  }
+
   void statements(const Span<ast::stmt*>& body, const std::string& condition, std::optional<bool> active) {
     for (const ast::stmt* s : body) statement(s, condition, active);
   }
@@ -117,14 +134,19 @@ class InitDescriber {
       std::string test(file_->text_of(i->test));
       std::optional<bool> t = ev_.truth(i->test, out_.scope);
       auto join = [&](const std::string& c) { return condition.empty() ? c : condition + " and " + c; };
-      statements(i->body, join(test), both(active, t));
+      // Statements under no condition always run: an arm the config takes
+      // there is active, not undecided.
+      std::optional<bool> outer = condition.empty() ? std::optional<bool>(true) : active;
+      statements(i->body, join(test), both(outer, t));
       if (!i->orelse.empty()) {
         std::optional<bool> nt = t ? std::optional<bool>(!*t) : std::nullopt;
-        statements(i->orelse, join("not (" + test + ")"), both(active, nt));
+        statements(i->orelse, join("not (" + test + ")"), both(outer, nt));
       }
       return;
     }
     if (auto* a = ast::as<ast::Assign>(s)) {
+      if (active && *active)
+        for (const ast::expr* t : a->targets) taken_definition(t, a->value);
       for (const ast::expr* t : a->targets) assignment(t, a->value, s, condition, active);
       return;
     }

@@ -263,6 +263,90 @@ TEST(RopeTables, DynamicRopeUpdateRefusedForDynamicTypesOrWithoutAConfig) {
   }
 }
 
+// transformers 4.4x's rotary module: the rope type is chosen in __init__ by
+// an if on the config, and forward calls a helper that re-registers inv_freq
+// only for the dynamic types. The config decides that guard.
+std::string guarded_frequency_update(std::string text) {
+  text = replaced(text, "        super().__init__()\n        dim = config.head_dim\n",
+                  "        super().__init__()\n"
+                  "        if hasattr(config, \"rope_scaling\") and config.rope_scaling is not None:\n"
+                  "            self.rope_type = config.rope_scaling.get(\"rope_type\", config.rope_scaling.get(\"type\"))\n"
+                  "        else:\n"
+                  "            self.rope_type = \"default\"\n"
+                  "        self.max_seq_len_cached = config.max_position_embeddings\n"
+                  "        dim = config.head_dim\n");
+  return replaced(text,
+                  "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids: torch.Tensor):\n",
+                  "    def _frequency_update(self, position_ids, device):\n"
+                  "        seq_len = torch.max(position_ids) + 1\n"
+                  "        if seq_len > self.max_seq_len_cached:\n"
+                  "            self.register_buffer(\"inv_freq\", self.inv_freq / 2, persistent=False)\n"
+                  "            self.max_seq_len_cached = seq_len\n\n"
+                  "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids: torch.Tensor):\n"
+                  "        if \"dynamic\" in self.rope_type:\n"
+                  "            self._frequency_update(position_ids, device=x.device)\n");
+}
+
+PatchSet guarded_update_patches(const std::string& name, const nlohmann::json& rope_scaling, bool with_config = true,
+                                const std::function<std::string(std::string)>& more = nullptr) {
+  ScratchDir dir("rope_guarded_update_" + name);
+  return make_patches(PatchRequest{plan_for_model_copy(dir, "llama_like",
+                                                       [&](std::string text) {
+                                                         text = guarded_frequency_update(text);
+                                                         return more ? more(text) : text;
+                                                       },
+                                                       [&](nlohmann::json config) {
+                                                         if (!with_config) return nlohmann::json();
+                                                         config["rope_scaling"] = rope_scaling;
+                                                         return config;
+                                                       }),
+                                   {}, {}});
+}
+
+TEST(RopeTables, AFrequencyUpdateTheConfigRulesOutIsHarmless) {
+  const std::pair<const char*, nlohmann::json> cases[] = {
+      {"none", nullptr},
+      {"linear", {{"rope_type", "linear"}, {"factor", 2.0}}},
+      {"old_key", {{"type", "llama3"}, {"factor", 8.0}}},
+  };
+  for (const auto& [name, rope_scaling] : cases) {
+    PatchSet set = guarded_update_patches(name, rope_scaling);
+    EXPECT_TRUE(applied(set)) << name << ": " << manual_step(set);
+    if (!applied(set)) continue;
+    // The guard and the helper stay as they were.
+    EXPECT_NE(set.files.at(0).patched.find("        if \"dynamic\" in self.rope_type:\n"
+                                           "            self._frequency_update(position_ids, device=x.device)\n"),
+              std::string::npos);
+  }
+}
+
+TEST(RopeTables, AFrequencyUpdateTheConfigMayRunIsRefused) {
+  PatchSet dynamic = guarded_update_patches("dynamic", {{"rope_type", "dynamic"}, {"factor", 2.0}});
+  EXPECT_FALSE(applied(dynamic));
+  EXPECT_NE(manual_step(dynamic).find("self.inv_freq is changed after __init__, at "), std::string::npos)
+      << manual_step(dynamic);
+  EXPECT_NE(manual_step(dynamic).find("by _frequency_update, which forward calls at "), std::string::npos)
+      << manual_step(dynamic);
+  EXPECT_NE(manual_step(dynamic).find("when \"dynamic\" in self.rope_type, as it is with "), std::string::npos)
+      << manual_step(dynamic);
+
+  // Without a config the guard is open.
+  PatchSet unknown = guarded_update_patches("no_config", nullptr, false);
+  EXPECT_FALSE(applied(unknown));
+  EXPECT_NE(manual_step(unknown).find("when \"dynamic\" in self.rope_type, which the plan, made without --config, "
+                                      "cannot decide"),
+            std::string::npos)
+      << manual_step(unknown);
+
+  // Called from outside the class too: it may run whatever the config says.
+  PatchSet outside = guarded_update_patches("outside", nullptr, true, [](std::string text) {
+    return text + "\n\ndef refresh(model, position_ids):\n    model.rotary_emb._frequency_update(position_ids, None)\n";
+  });
+  EXPECT_FALSE(applied(outside));
+  EXPECT_NE(manual_step(outside).find("which code outside LlamaRotaryEmbedding calls"), std::string::npos)
+      << manual_step(outside);
+}
+
 struct WithRefusal {
   const char* name;
   const char* header;

@@ -12,7 +12,11 @@ namespace {
 class EvaluatorTest : public ::testing::Test {
  protected:
   SymValue eval(const std::string& prelude, const std::string& expr, const nlohmann::json* config_json = nullptr) {
-    std::string text = prelude + "\nclass M:\n    def __init__(self, config):\n        self.out = " + expr + "\n";
+    return eval_init(prelude, "        self.out = " + expr + "\n", config_json);
+  }
+  // self.out as `init_body` (M.__init__'s body, indented) leaves it.
+  SymValue eval_init(const std::string& prelude, const std::string& init_body, const nlohmann::json* config_json) {
+    std::string text = prelude + "\nclass M:\n    def __init__(self, config):\n" + init_body;
     sources_ = std::make_unique<SourceSet>(SourceSet::from_texts({{"m.py", text}}));
     config_ = config_json ? ModelConfig::from_json(*config_json, "config.json") : ModelConfig();
     schema_ = ConfigSchema::discover(*sources_);
@@ -95,6 +99,44 @@ TEST_F(EvaluatorTest, ModuleConstantsAndNestedConfigDicts) {
   nlohmann::json cfg = {{"rope_scaling", {{"factor", 40}}}};
   EXPECT_EQ(eval("world_size = 4", "config.rope_scaling['factor'] // world_size", &cfg).integer(), 10);
   EXPECT_EQ(eval("", "config.rope_scaling.get('missing', 3)", &cfg).integer(), 3);
+}
+
+TEST_F(EvaluatorTest, InBetweenStringsIsASubstringTest) {
+  nlohmann::json cfg = {{"rope_type", "dynamic"}};
+  SymValue in = eval("", "'dyn' in config.rope_type", &cfg);
+  ASSERT_TRUE(in.is_known());
+  EXPECT_EQ(in.value, true);
+  EXPECT_EQ(eval("", "'yarn' in config.rope_type", &cfg).value, false);
+  EXPECT_EQ(eval("", "'yarn' not in config.rope_type", &cfg).value, true);
+  EXPECT_FALSE(eval("", "3 in config.rope_type", &cfg).is_known());  // a TypeError in Python
+  EXPECT_FALSE(eval("", "'dyn' in config.rope_type").is_known());
+}
+
+// HF's rotary module picks its rope type in an if/else on the config; a
+// later read of the attribute sees the arm the config takes, not the first
+// one written.
+TEST_F(EvaluatorTest, AnAttributeSetInBothArmsTakesTheArmTheConfigSelects) {
+  const char* body =
+      "        if hasattr(config, 'rope_scaling') and config.rope_scaling is not None:\n"
+      "            self.rope_type = config.rope_scaling.get('rope_type', config.rope_scaling.get('type'))\n"
+      "        else:\n"
+      "            self.rope_type = 'default'\n"
+      "        self.out = self.rope_type\n";
+  nlohmann::json none = {{"rope_scaling", nullptr}};
+  EXPECT_EQ(eval_init("", body, &none).value, "default");
+  nlohmann::json linear = {{"rope_scaling", {{"type", "linear"}}}};
+  EXPECT_EQ(eval_init("", body, &linear).value, "linear");
+  nlohmann::json yarn = {{"rope_scaling", {{"rope_type", "yarn"}, {"type", "linear"}}}};
+  EXPECT_EQ(eval_init("", body, &yarn).value, "yarn");
+  EXPECT_FALSE(eval_init("", body, nullptr).is_known());
+  // An arm reading the attribute itself keeps the earlier definition.
+  const char* doubling =
+      "        self.n = 2\n"
+      "        if config.double:\n"
+      "            self.n = self.n * 2\n"
+      "        self.out = self.n\n";
+  nlohmann::json yes = {{"double", true}};
+  EXPECT_EQ(eval_init("", doubling, &yes).value, 2);
 }
 
 TEST(ConfigSchema, DataclassFieldsMapThroughTheFillingFunction) {
