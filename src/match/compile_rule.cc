@@ -60,6 +60,7 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       p.options.anchor_uses.clear();
       p.options.not_from.clear();
       p.options.only_from.clear();
+      p.options.layouts.clear();
       p.options.explain.clear();
       p.options.already_fused.clear();
       p.options.contains.clear();
@@ -113,6 +114,10 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
     for (const auto& [param, _] : p.options.only_from)
       if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
         throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: only_from names \"{}\", which is no parameter of {}",
+                                           rule.path, param, p.alternative));
+    for (const auto& [param, _] : p.options.layouts)
+      if (std::find(p.parameters.begin(), p.parameters.end(), param) == p.parameters.end())
+        throw rules::RuleError(fmt::format("{}: RULE[\"match\"]: layouts names \"{}\", which is no parameter of {}",
                                            rule.path, param, p.alternative));
     // A returned value made by the step adding an optional input
     // (`return routed + shared`): the walk starts at that step, so a model

@@ -10,6 +10,7 @@
 #include "match/op_arguments.h"
 #include "match/op_signature.h"
 #include "match/size_expression.h"
+#include "match/value_layout.h"
 #include "match/value_view.h"
 
 namespace npufuse::match {
@@ -70,7 +71,24 @@ class Walk {
       Checkpoint saved = mark();
       if (!other_anchor(p_.anchors[k])) rollback(saved);
     }
+    if (ok && !lenient_ && !s_.refusal.empty()) {
+      // A deferred layouts refusal on an otherwise whole match: the lenient
+      // walk tells it.
+      refused_ = true;
+      a.ok = false;
+      a.matched = s_.matched;
+      a.reason = s_.refusal;
+      a.failed_at = s_.refusal_at;
+      return a;
+    }
     a.ok = ok;
+    // A value whose axis order the rule refuses, in a chain that differs
+    // elsewhere too: the rule is about another layout, nothing to tell.
+    if (!ok && best_state_.refusal_needs_rest && !best_state_.refusal.empty()) {
+      a.matched = 0;
+      a.failed_at = best_.at;
+      return a;
+    }
     if (!ok && best_.matched < reported_from_) {
       // Too shallow to be told: only the depth is of use.
       a.matched = best_.matched;
@@ -109,7 +127,8 @@ class Walk {
       a.trace = trace_text(best_.trace);
       a.failed_at = best_.at;
     }
-    if (lenient_ && !s.refusal.empty()) {
+    // A refused axis order is news only about a chain that is otherwise there.
+    if (lenient_ && !s.refusal.empty() && (ok || !s.refusal_needs_rest)) {
       reported_refusal_ = true;
       a.reason = ok ? s.refusal : s.refusal + "; " + best_.reason;
       a.failed_at = s.refusal_at;
@@ -135,6 +154,7 @@ class Walk {
     std::vector<std::string> branches;  // conditions of the branches a phi was entered through
     std::string refusal;                // lenient walk: the first binding RULE["match"] refused
     int refusal_at = -1;
+    bool refusal_needs_rest = false;    // told only where the rest of the pattern matches (layouts)
     std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)
     // Every write to op_map and param_value, so that a failed try is undone
     // by replaying it backwards rather than by copying the whole state.
@@ -152,11 +172,12 @@ class Walk {
     int matched, skipped;
     std::string refusal;
     int refusal_at;
+    bool refusal_needs_rest;
   };
 
   Checkpoint mark() const {
     return {s_.claimed.size(), s_.passed.size(), s_.binding_passed.size(), s_.branches.size(), s_.reciprocal.size(),
-            s_.journal.size(), s_.matched, s_.skipped, s_.refusal, s_.refusal_at};
+            s_.journal.size(), s_.matched, s_.skipped, s_.refusal, s_.refusal_at, s_.refusal_needs_rest};
   }
 
   void rollback(const Checkpoint& c) {
@@ -174,6 +195,7 @@ class Walk {
     s_.skipped = c.skipped;
     s_.refusal = c.refusal;
     s_.refusal_at = c.refusal_at;
+    s_.refusal_needs_rest = c.refusal_needs_rest;
   }
 
   void map_op(int pattern_op, int model_op) {
@@ -326,36 +348,53 @@ class Walk {
     return true;
   }
 
-  // Why RULE["match"] refuses binding `param` to model value `tv` ("" when it does not).
-  std::pair<std::string, int> refusal_of(const std::string& param, int tv, int root) const {
+  struct Refusal {
+    std::string why;  // "" when RULE["match"] does not refuse
+    int at = -1;
+    bool needs_rest = false;  // a layouts refusal: told only where the rest matches
+  };
+
+  // Why RULE["match"] refuses binding `param` to model value `tv`.
+  Refusal refusal_of(const std::string& param, int tv, int root) const {
     if (auto it = p_.options.not_from.find(param); it != p_.options.not_from.end()) {
       const DataflowOp& producer = tg_.producer_of(root);
       if (it->second.count(producer.name))
         return {fmt::format("{} is computed by {} at {}, not a plain value", param, describe_op(producer), where(producer)),
-                producer.id};
+                producer.id, false};
     }
     if (auto it = p_.options.only_from.find(param); it != p_.options.only_from.end()) {
       const DataflowOp& producer = tg_.producer_of(through_casts(tg_, tv));
       if (!it->second.count(producer.name))
         return {fmt::format("{} is {} at {}, not computed by {}", param, describe_op(producer), where(producer),
                             fmt::join(it->second, "/")),
-                producer.id};
+                producer.id, false};
     }
-    return {"", -1};
+    if (auto it = p_.options.layouts.find(param); it != p_.options.layouts.end()) {
+      ValueLayout l = layout_of(tg_, tv);
+      if (l.layout != it->second)
+        return {l.layout.empty() ? fmt::format("the code does not show the axis order of {} ({}); the rule needs {}", param,
+                                               l.evidence, it->second)
+                                 : fmt::format("{} is {} ({}), not {}", param, l.layout, l.evidence, it->second),
+                tg_.producer_of(tv).id, true};
+    }
+    return {};
   }
 
   bool bind(int pv, int tv) {
     std::vector<int> passed;
     int root = through_layout(tg_, tv, &passed);
     std::string param = parameter_name(pv);
-    if (auto [refusal, at] = refusal_of(param, tv, root); !refusal.empty()) {
-      if (!lenient_) {
+    if (Refusal r = refusal_of(param, tv, root); !r.why.empty()) {
+      // An axis order is refused only once the rest of the pattern is there
+      // (run()), so a chain that differs elsewhere is told by that difference.
+      if (!lenient_ && !r.needs_rest) {
         refused_ = true;
-        return fail(refusal, at);
+        return fail(r.why, r.at);
       }
       if (s_.refusal.empty()) {
-        s_.refusal = refusal;
-        s_.refusal_at = at;
+        s_.refusal = r.why;
+        s_.refusal_at = r.at;
+        s_.refusal_needs_rest = r.needs_rest;
       }
     }
     const int bound = s_.param_value[static_cast<size_t>(pv)];

@@ -115,6 +115,13 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
     } else if (key == "only_from") {
       if (!value.is_object()) fail(rule, "\"only_from\" must be a dict {parameter: [op names]}");
       for (const auto& [param, ops] : value.items()) o.only_from[param] = string_set(rule, ops, "\"only_from\" values");
+    } else if (key == "layouts") {
+      const char* shape = "\"layouts\" must be a dict {parameter: \"BSND\" or \"BNSD\"}";
+      if (!value.is_object()) fail(rule, shape);
+      for (const auto& [param, layout] : value.items()) {
+        if (!layout.is_string() || (layout != "BSND" && layout != "BNSD")) fail(rule, shape);
+        o.layouts[param] = layout.get<std::string>();
+      }
     } else if (key == "explain") {
       o.explain = read_explanations(rule, value);
     } else if (key == "partial_returns") {
@@ -155,7 +162,7 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
         o.also_outputs[name] = AlsoOutput{how["en"].get<std::string>(), how["zh"].get<std::string>()};
       }
     } else {
-      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, explain, already_fused, "
+      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, layouts, explain, already_fused, "
                              "partial_returns, independent_returns, contains, opaque_calls, across_layers, optional_inputs, near_miss_share, lookalikes, also_outputs)",
                              key));
     }

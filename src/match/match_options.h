@@ -43,6 +43,10 @@ struct RuleMatchOptions {
   // (seen through casts only): QK-norm's input is the per-head view of a
   // projection, never the hidden state itself.
   std::map<std::string, std::set<std::string>> only_from;
+  // Parameter -> the axis order ("BSND" or "BNSD") its value must have, as
+  // the code shows it (match/value_layout): a cache appended along axis 1
+  // grows the sequence only in BSND. Unknown refuses.
+  std::map<std::string, std::string> layouts;
   // In the order written: the first whose `when` occurs in a finding explains it.
   std::vector<NearMissExplanation> explain;
   // Model ops that already compute the whole pattern as one fused call
