@@ -305,7 +305,18 @@ bool needed_at(const rules::Prerequisite& p, const std::string& seam) {
   return p.seam == "across_layers" && seam != "within_layer";
 }
 
-void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c) {
+// Whether `op` of the match's graph runs only in a stage the candidate does
+// not cover (a prefill-only masked_fill reading the scores a decode chain
+// computes): such a read never meets the fused call.
+bool only_in_other_stages(const MatchSite& site, int op, const Candidate& c,
+                          const std::vector<model::BranchCondition>* branches) {
+  if (!branches || op < 0 || !site.match.target) return false;
+  std::string stage = branch_stage(*site.match.target, {op}, *branches, nullptr);
+  return !stage.empty() && !c.stages.empty() && std::find(c.stages.begin(), c.stages.end(), stage) == c.stages.end();
+}
+
+void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
+                   const std::vector<model::BranchCondition>* branches) {
   for (const CheckResult& r : c.checks) {
     if (r.answer == check::Answer::Violated && r.severity == "error") add_unique(c.blocking, blocking_text(r));
     if (r.answer == check::Answer::Violated && r.severity != "error")
@@ -327,6 +338,7 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c)
   // A value the chain computes that something else also reads: the fused
   // operator will not produce it, so that use must change first.
   for (const match::Escape& e : site.match.escapes) {
+    if (only_in_other_stages(site, e.consumer_op, c, branches)) continue;
     std::string value = value_text(*site.match.target, e.value);
     Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
     // "read by add(...) at model.py:130" names its place; a return does not.
@@ -493,7 +505,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     if (ctx.catalog) c.checks = evaluate_checks(rule, *ctx.catalog, per_stage);
     c.verification_cut = verification_cut(site, c.location);
     fill_apply_site(site, c);
-    decide_status(rule, site, c);
+    decide_status(rule, site, c, ctx.branches);
     out.candidates.push_back(std::move(c));
     rule_of.push_back(&rule);
   }
