@@ -2,6 +2,7 @@
 // display only, a violated constraint, unknown facts asked for.
 #include <gtest/gtest.h>
 
+#include "model/branches.h"
 #include "plan/candidate_builder.h"
 #include "plan_test_support.h"
 
@@ -231,6 +232,59 @@ TEST(CandidateStatus, CheckOfAConstraintTheCatalogLacksIsUnknownNotDropped) {
   const CheckResult* r = find_check(set.candidates.at(0), "no_such_constraint");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->answer, check::Answer::Unknown);
+}
+
+// The decode chain's scores are also read by a masked_fill that runs only
+// when q_len > 1 (prefill): in decode that read never happens, so it is no
+// intermediate the fused call must keep; a prefill candidate keeps it.
+TEST(CandidateStatus, AReadOnlyAnotherStageRunsIsNoEscape) {
+  const char* text =
+      "import torch\n"
+      "from torch import nn\n"
+      "\n"
+      "class Attn(nn.Module):\n"
+      "    def forward(self, q, k, mask):\n"
+      "        bsz, heads, q_len, _ = q.shape\n"
+      "        scores = q @ k\n"
+      "        if q_len > 1:\n"
+      "            scores = scores.masked_fill(mask, -1e9)\n"
+      "        return scores.softmax(-1)\n";
+  Source src(text);
+  const model::ClassDecl* cls = src.set.find_class("Attn");
+  ASSERT_NE(cls, nullptr);
+  const frontend::ast::FunctionDef* forward = nullptr;
+  for (const frontend::ast::stmt* st : cls->node->body)
+    if (auto* f = frontend::ast::as<frontend::ast::FunctionDef>(st); f && f->name == "forward") forward = f;
+  ASSERT_NE(forward, nullptr);
+  model::FunctionDataflow graph = model::build_dataflow(src.set, *cls->file, *forward);
+  std::vector<model::BranchCondition> branches = model::find_branches(src.set, {cls});
+  int matmul = -1, masked_fill = -1;
+  for (const model::DataflowOp& op : graph.ops) {
+    if (op.name == "matmul") matmul = op.id;
+    if (op.name == "masked_fill") masked_fill = op.id;
+  }
+  ASSERT_GE(matmul, 0);
+  ASSERT_GE(masked_fill, 0);
+  check::FactSet facts;
+  for (const char* stage : {"decode", "prefill"}) {
+    rules::Rule rule = make_rule("attention.core", "attention", {}, {}, "safe", {stage});
+    auto pattern = make_pattern(rule);
+    MatchSite site = make_match(*pattern, graph, 7, 7, "Attn.forward", "Attn");
+    site.match.escapes.push_back(match::Escape{graph.ops[static_cast<size_t>(matmul)].outputs[0], masked_fill,
+                                               "read by masked_fill(...)", 9});
+    CandidateContext ctx = context_with(facts);
+    ctx.branches = &branches;
+    CandidateSet set = build_candidates({site}, ctx);
+    ASSERT_EQ(set.candidates.size(), 1u) << stage;
+    const Candidate& c = set.candidates[0];
+    if (std::string(stage) == "decode") {
+      EXPECT_TRUE(c.escapes.empty()) << c.escapes.front();
+      EXPECT_EQ(c.status, Status::Candidate);
+    } else {
+      EXPECT_EQ(c.escapes.size(), 1u);
+      EXPECT_EQ(c.status, Status::CandidateWithPrerequisites);
+    }
+  }
 }
 
 }  // namespace
