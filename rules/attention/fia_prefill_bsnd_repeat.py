@@ -150,6 +150,22 @@ def search_scaled_scores(query, key, value, attention_mask, scaling, n_rep):
     return torch.matmul(probs, v).transpose(1, 2)
 
 
+def search_inline_causal(query, key, value, attention_mask, scaling, n_rep):
+    # The causal mask built in the layer and aligned to the last key (a cached prefix
+    # shifts it), as sparse_mode=3 aligns it; the attention_mask argument is unused.
+    key_states = torch.repeat_interleave(key, repeats=n_rep, dim=2)
+    value_states = torch.repeat_interleave(value, repeats=n_rep, dim=2)
+    q = query.transpose(1, 2)
+    k = key_states.transpose(1, 2)
+    v = value_states.transpose(1, 2)
+    scores = q @ k.transpose(-2, -1) * scaling
+    q_len, kv_len = q.shape[-2], k.shape[-2]
+    future = torch.ones(q_len, kv_len, dtype=torch.bool).triu(kv_len - q_len + 1)
+    scores = scores.masked_fill(future, float("-inf"))
+    probs = scores.softmax(dim=-1)
+    return (probs @ v).transpose(1, 2)
+
+
 def replace(query, key, value, attention_mask, scaling, n_rep):
     causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
     return torch_npu.npu_fused_infer_attention_score(
