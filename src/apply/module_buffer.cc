@@ -157,13 +157,13 @@ std::string changed_after_init(const ClassAt& at, const model::SourceSet& source
   std::optional<model::ConfigSchema> schema;
   std::optional<model::Evaluator> ev;
   std::optional<model::ClassInstance> instance;
+  const model::ClassDecl* decl = sources.find_class(at.name);
   for (const ast::stmt* s : at.cls->body) {
     auto* method = ast::as<ast::FunctionDef>(s);
     if (!method || method->name == "__init__") continue;
     int line = changes_attribute(*method, attr);
     if (!line) continue;
     std::string changed = fmt::format("self.{} is changed after __init__, at {}:{}", attr, at.file->path, line);
-    const model::ClassDecl* decl = sources.find_class(at.name);
     if (method->name == "forward" || std::string_view(method->name).rfind("__", 0) == 0 || !decl) return changed;
     if (!ev) {
       if (!config) config = &none.emplace();
@@ -179,14 +179,17 @@ std::string changed_after_init(const ClassAt& at, const model::SourceSet& source
       return fmt::format("{}, by {}, which code outside {} calls", changed, method->name, at.name);
     for (const Mention& m : mentions.found()) {
       if (m.ruled_out) continue;
-      std::string when = m.guard.empty() ? "" : fmt::format(" when {}", m.guard);
-      std::string decide = m.guard.empty() ? ""
-                           : m.decided ? (config->loaded() ? fmt::format(", as it is with {}", config->origin()) : "")
-                           : config && config->loaded()
-                               ? fmt::format(", which {} does not decide", config->origin())
-                               : ", which the plan, made without --config, cannot decide";
-      return fmt::format("{}, by {}, which {} calls at {}:{}{}{}", changed, method->name, m.in->name, at.file->path,
-                         m.line, when, decide);
+      // The guard, and what the config says of it (`config` is set here:
+      // without a plan config it points at an empty one).
+      std::string when;
+      if (!m.guard.empty()) {
+        when = " when " + m.guard;
+        if (m.decided) when += config->loaded() ? fmt::format(", as it is with {}", config->origin()) : "";
+        else when += config->loaded() ? fmt::format(", which {} does not decide", config->origin())
+                                      : ", which the plan, made without --config, cannot decide";
+      }
+      return fmt::format("{}, by {}, which {} calls at {}:{}{}", changed, method->name, m.in->name, at.file->path,
+                         m.line, when);
     }
   }
   return "";

@@ -152,7 +152,9 @@ class Walk {
     int matched = 0;
     int skipped = 0;
     std::vector<std::string> branches;  // conditions of the branches a phi was entered through
-    std::string refusal;                // lenient walk: the first binding RULE["match"] refused
+    // The first binding RULE["match"] refused: in a lenient walk any, in a
+    // strict one a layouts refusal, deferred until the rest of the pattern is met.
+    std::string refusal;
     int refusal_at = -1;
     bool refusal_needs_rest = false;    // told only where the rest of the pattern matches (layouts)
     std::vector<int> reciprocal;        // parameters bound to a divisor (the model divides by 1/parameter)

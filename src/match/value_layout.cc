@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "match/value_view.h"
+#include "model/op_names.h"
 
 namespace npufuse::match {
 namespace {
@@ -64,10 +65,7 @@ ValueLayout layout_of(const model::FunctionDataflow& g, int value) {
       continue;
     }
     if (op.name == "transpose" || op.name == "permute") {
-      std::string axes = literal_axes(g, op);
-      bool swap = (op.name == "transpose" && (axes == "1,2" || axes == "2,1")) ||
-                  (op.name == "permute" && axes == "0,2,1,3");
-      if (!swap) {
+      if (!model::swaps_seq_and_heads(op.name, literal_axes(g, op))) {
         hidden = &op;
         continue;
       }
@@ -79,7 +77,7 @@ ValueLayout layout_of(const model::FunctionDataflow& g, int value) {
   }
   ValueLayout out;
   if (hidden) {
-    out.evidence = fmt::format("{} hides the axes", describe_op(*hidden) + " at " + where(*hidden));
+    out.evidence = fmt::format("{} at {} hides the axes", describe_op(*hidden), where(*hidden));
     return out;
   }
   if (found.empty()) {

@@ -92,4 +92,10 @@ std::string canonical_binop(frontend::ast::operator_ op) {
   return "?";
 }
 
+bool swaps_seq_and_heads(std::string_view op, std::string_view axes) {
+  if (op == "transpose") return axes == "1,2" || axes == "2,1";
+  if (op == "permute") return axes == "0,2,1,3";
+  return false;
+}
+
 }  // namespace npufuse::model

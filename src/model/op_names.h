@@ -22,4 +22,9 @@ CanonicalOp canonical_call(std::string_view qualified_or_method);
 // From a binary operator (`**` -> pow, `@` -> matmul).
 std::string canonical_binop(frontend::ast::operator_ op);
 
+// Whether a canonical `transpose` or `permute` with these literal axes
+// ("1,2", "0,2,1,3") swaps the sequence and head axes of a 4-D attention
+// tensor, turning BSND into BNSD and back.
+bool swaps_seq_and_heads(std::string_view op, std::string_view axes);
+
 }  // namespace npufuse::model

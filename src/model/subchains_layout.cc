@@ -3,6 +3,7 @@
 // core's subscripts say it directly.
 #include <vector>
 
+#include "model/op_names.h"
 #include "model/subchains_graph.h"
 
 namespace npufuse::model::subchains {
@@ -31,10 +32,7 @@ std::string literal_args(const BlockGraph& bg, const DataflowOp& o) {
 }
 
 bool swaps_seq_and_heads(const BlockGraph& bg, const DataflowOp& o) {
-  std::string args = literal_args(bg, o);
-  if (o.name == "transpose") return args == "1,2" || args == "2,1";
-  if (o.name == "permute") return args == "0,2,1,3";
-  return false;
+  return model::swaps_seq_and_heads(o.name, literal_args(bg, o));
 }
 
 }  // namespace
