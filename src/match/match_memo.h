@@ -6,12 +6,15 @@
 // model files, whole attention and decoder-layer forwards. Matching walks
 // every rule from every candidate start op, and nearly all walks fail
 // without a word; the few that give a match or a near-miss are all that
-// matter. The memo records those walks per graph, keyed by everything a
-// walk reads (op names, kinds, arguments, wiring, branch conditions, value
-// names) and nothing it only reports (files, lines). A graph with the same
-// key walks only the recorded starts again, so every text that names a
-// place is made for the graph at hand, and the result is the one a full
-// match would give.
+// matter. The memo keeps, per graph, what each pattern gave, keyed by
+// everything a walk reads (op names, kinds, arguments, wiring, branch
+// conditions, value names) and nothing it only reports (files, lines). Its
+// texts name places by op (value_view.h SymbolicPlaces) and its spans are
+// the ops they cover, so a graph with the same key takes the results over
+// and only writes its own files and lines into them. A pattern whose result
+// also depends on the model file beyond the graph (RULE opaque_calls: does
+// the file's own code define the call?) is walked again instead, from the
+// starts that gave something.
 //
 // One memo serves one compiled pattern set; it may be shared between
 // threads.
@@ -25,17 +28,34 @@
 
 namespace npufuse::match {
 
+// A match as the memo keeps it: places as placeholders, and the ops its
+// spans are drawn from.
+struct KeptMatch {
+  Match match;  // target unset; spans and hints are made per graph
+  std::vector<int> span_ops;
+};
+
+struct KeptNearMiss {
+  NearMissTrace trace;  // spans are made per graph
+  std::vector<int> span_ops;
+  // For a look-alike's match: the ops it covers (its text is made per graph).
+  std::vector<int> lookalike_ops;
+};
+
+// What one pattern gave on one graph, in the order it gave it.
+struct PatternOutcome {
+  std::vector<KeptMatch> matches;
+  std::vector<KeptNearMiss> near_misses;
+  // Walked again on every graph of the key, from `starts` (the starts that
+  // gave something): its result depends on more than the graph.
+  bool rewalk = false;
+  std::vector<int> starts;
+};
+
 class MatchMemo {
  public:
-  // The start ops worth walking, per pattern (its index in the pattern set).
-  class Walks {
-   public:
-    void add(size_t pattern, int start);
-    const std::vector<int>& starts_of(size_t pattern) const;
-
-   private:
-    std::vector<std::vector<int>> by_pattern_;
-  };
+  // Per pattern (its index in the pattern set).
+  using Outcomes = std::vector<PatternOutcome>;
 
   explicit MatchMemo(const std::vector<Pattern>& patterns) : patterns_(&patterns) {}
 
@@ -44,9 +64,9 @@ class MatchMemo {
   // What a walk over `g` reads, with the options that decide what is kept.
   static std::string key_of(const model::FunctionDataflow& g, const MatchOptions& options);
 
-  // The walks recorded for `key`, or null.
-  std::shared_ptr<const Walks> find(const std::string& key) const;
-  void remember(std::string key, Walks walks);
+  // The outcomes recorded for `key`, or null.
+  std::shared_ptr<const Outcomes> find(const std::string& key) const;
+  void remember(std::string key, Outcomes outcomes);
 
   size_t size() const;  // graphs remembered
   size_t hits() const;  // finds answered
@@ -54,7 +74,7 @@ class MatchMemo {
  private:
   const std::vector<Pattern>* patterns_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const Walks>> walks_;
+  std::unordered_map<std::string, std::shared_ptr<const Outcomes>> outcomes_;
   mutable size_t hits_ = 0;
 };
 

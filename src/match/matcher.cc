@@ -233,13 +233,22 @@ std::vector<std::string> arms_of(const FunctionDataflow& g, const std::vector<in
 std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops, const std::vector<int>& anchors,
                                const std::vector<std::string>& branches) {
   std::vector<Escape> out;
+  auto add = [&out](int v, int consumer, std::string how, const DataflowOp& at) {
+    Escape e;
+    e.value = v;
+    e.consumer_op = consumer;
+    e.how = std::move(how);
+    e.line = at.line;
+    e.line_op = at.id;
+    out.push_back(std::move(e));
+  };
   std::set<int> inside(ops.begin(), ops.end());
   for (int id : ops) {
     const DataflowOp& op = t.g.ops[static_cast<size_t>(id)];
     for (int v : op.outputs) {
       if (std::find(anchors.begin(), anchors.end(), v) != anchors.end()) continue;
       if (is_index_arithmetic(t.g, v)) continue;  // end_pos = start_pos + s stays in the model
-      if (t.returned[static_cast<size_t>(v)]) out.push_back({v, -1, "returned", op.line});
+      if (t.returned[static_cast<size_t>(v)]) add(v, -1, "returned", op);
       // Reads through tuples, unpacking and branch merges are reads of the
       // value itself: follow them to the ops that really use it.
       std::vector<int> todo = {v};
@@ -253,7 +262,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
           const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
           if (is_packing(reader)) {
             for (int next : passed_on(t, reader, cur)) {
-              if (t.returned[static_cast<size_t>(next)]) out.push_back({v, -1, "returned", reader.line});
+              if (t.returned[static_cast<size_t>(next)]) add(v, -1, "returned", reader);
               else todo.push_back(next);
             }
             continue;
@@ -263,7 +272,7 @@ std::vector<Escape> escapes_of(const TargetIndex& t, const std::vector<int>& ops
           if (on_another_arm(reader.condition, branches) || feeds_only_the_match(t, r, inside) ||
               sizes_only_the_match(t, r, inside) || cast_for_the_match(t, r, inside) || reads_only_its_dtype(t, r, cur))
             continue;
-          out.push_back({v, r, use_text(t.g, reader, v), reader.line});
+          add(v, r, use_text(t.g, reader, v), reader);
         }
       }
     }
@@ -400,19 +409,51 @@ std::string explained(const Pattern& p, const std::string& finding) {
 
 // RULE["match"]["already_fused"]: model ops that are already the fused form
 // of the pattern, told as near-misses so the user sees why nothing is offered.
-void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<NearMissTrace>& misses) {
+void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<KeptNearMiss>& misses) {
   for (const std::string& name : p.options.already_fused)
     for (int id : index.ops_named(name)) {
       const DataflowOp& op = index.g.ops[static_cast<size_t>(id)];
-      NearMissTrace n;
+      KeptNearMiss kept;
+      NearMissTrace& n = kept.trace;
       n.pattern = &p;
       n.anchor_op = id;
       n.matched_steps = n.pattern_steps = std::max(p.steps, 1);
       n.finding = fmt::format("{} at {} already computes this as one fused call", describe_op(op), where(op));
       n.reason = explained(p, n.finding);
-      n.spans = spans_of(index.g, {id});
-      misses.push_back(std::move(n));
+      kept.span_ops = {id};
+      misses.push_back(std::move(kept));
     }
+}
+
+// A kept match made the target's: its graph, spans and class hints.
+Match made_for(const KeptMatch& kept, const FunctionDataflow& target) {
+  Match m = kept.match;
+  m.target = &target;
+  for (Escape& e : m.escapes) {
+    e.how = resolve_places(e.how, target);
+    if (e.line_op >= 0) e.line = target.ops[static_cast<size_t>(e.line_op)].line;
+  }
+  m.spans = spans_of(target, kept.span_ops);
+  m.hints = hints_for(*m.pattern, target);
+  if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);
+  return m;
+}
+
+NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target) {
+  NearMissTrace n = kept.trace;
+  n.spans = spans_of(target, kept.span_ops);
+  const Pattern& p = *n.pattern;
+  if (!kept.lookalike_ops.empty()) {
+    n.finding = n.spans.empty() ? fmt::format("matches its look-alike {}", p.alternative)
+                                : fmt::format("matches its look-alike {}, lines {}-{}", p.alternative, n.spans.front().line,
+                                              n.spans.back().end_line);
+    n.reason = p.lookalike_reason + " (" + n.finding + ")";
+    return n;
+  }
+  n.finding = resolve_places(n.finding, target);
+  n.reason = resolve_places(n.reason, target);
+  for (std::string& step : n.trace) step = resolve_places(step, target);
+  return n;
 }
 
 }  // namespace
@@ -491,21 +532,27 @@ void drop_contained_parts(std::vector<Match>& matches) {
 
 MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionDataflow& target, const MatchOptions& options) {
   MatchResult result;
-  TargetIndex index(target);
-  std::vector<Match> found;
-  std::vector<NearMissTrace> misses;
-  // Ops each look-alike match covers, by rule: a failed walk of the rule
-  // starting there is told by the look-alike instead.
-  std::vector<std::pair<std::string, std::vector<int>>> lookalike_ops;
+  // Texts name places by op until the results are made the target's
+  // (value_view.h): that form is the one a memo keeps for other graphs.
+  SymbolicPlaces symbolic(target);
+  // Built on first use: a graph the memo has seen may need no walk at all.
+  std::optional<TargetIndex> index_storage;
+  auto index = [&]() -> const TargetIndex& {
+    if (!index_storage) index_storage.emplace(target);
+    return *index_storage;
+  };
+  std::vector<KeptMatch> found;
+  std::vector<KeptNearMiss> misses;
   // One walk from model op `cand`, with what follows from it: a match, a
   // near-miss told, or nothing. True when it gave a match or a near-miss
   // (or matched and was then dropped): the walks a memo replays.
   auto consider = [&](const Pattern& p, int cand, double near_miss_at) -> bool {
-    Attempt a = attempt_match(p, index, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
+    const TargetIndex& idx = index();
+    Attempt a = attempt_match(p, idx, cand, near_miss_at < 0 ? std::numeric_limits<double>::infinity() : near_miss_at);
     std::vector<int> ops;
     if (a.ok) {
-      ops = covered_ops(index, a);
-      std::string violation = anchor_use_violation(index, p, ops, a.anchors, arms_of(target, ops, a.branches));
+      ops = covered_ops(idx, a);
+      std::string violation = anchor_use_violation(idx, p, ops, a.anchors, arms_of(target, ops, a.branches));
       if (!violation.empty()) {
         a.ok = false;
         a.reason = violation;
@@ -514,7 +561,8 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     }
     if (!a.ok) {
       if (near_miss_at >= 0 && a.matched >= near_miss_at) {
-        NearMissTrace n;
+        KeptNearMiss kept;
+        NearMissTrace& n = kept.trace;
         n.pattern = &p;
         n.anchor_op = cand;
         n.matched_steps = a.matched;
@@ -522,13 +570,11 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
         n.finding = a.reason;
         n.reason = explained(p, a.reason);
         n.trace = a.trace;
-        std::vector<int> touched;
         for (int id : a.op_map)
-          if (id >= 0) touched.push_back(id);
-        if (a.failed_at >= 0) touched.push_back(a.failed_at);
-        std::sort(touched.begin(), touched.end());
-        n.spans = spans_of(target, touched);
-        misses.push_back(std::move(n));
+          if (id >= 0) kept.span_ops.push_back(id);
+        if (a.failed_at >= 0) kept.span_ops.push_back(a.failed_at);
+        std::sort(kept.span_ops.begin(), kept.span_ops.end());
+        misses.push_back(std::move(kept));
         return true;
       }
       return false;
@@ -536,23 +582,20 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     // From here on the walk matched: worth walking again in a graph like this one.
     if (calls_own_method(p, target, a.op_map)) return true;
     if (!p.lookalike_reason.empty()) {
-      // A look-alike of the rule's chain: told as the rule's near-miss.
-      NearMissTrace n;
+      // A look-alike of the rule's chain: told as the rule's near-miss (its text is made per graph).
+      KeptNearMiss kept;
+      NearMissTrace& n = kept.trace;
       n.pattern = &p;
       n.anchor_op = cand;
       n.matched_steps = n.pattern_steps = std::max(p.steps, 1);
-      n.spans = spans_of(target, ops);
-      n.finding = n.spans.empty() ? fmt::format("matches its look-alike {}", p.alternative)
-                                  : fmt::format("matches its look-alike {}, lines {}-{}", p.alternative, n.spans.front().line,
-                                                n.spans.back().end_line);
-      n.reason = p.lookalike_reason + " (" + n.finding + ")";
-      misses.push_back(std::move(n));
-      lookalike_ops.emplace_back(rule_id(p), ops);
+      kept.span_ops = ops;
+      kept.lookalike_ops = ops;
+      misses.push_back(std::move(kept));
       return true;
     }
-    Match m;
+    KeptMatch kept;
+    Match& m = kept.match;
     m.pattern = &p;
-    m.target = &target;
     m.ops = ops;
     m.anchors = a.anchors;
     // A partial match (RULE["match"] partial_returns) names only what the model computes.
@@ -572,7 +615,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     for (int v : a.anchors) {
       if (v < 0) continue;
       const DataflowOp& producer = target.producer_of(v);
-      for (int r : index.readers[static_cast<size_t>(v)])
+      for (int r : idx.readers[static_cast<size_t>(v)])
         if (target.ops[static_cast<size_t>(r)].name == "phi" && !producer.condition.empty() &&
             producer.condition != target.ops[static_cast<size_t>(r)].condition &&
             std::find(branches.begin(), branches.end(), producer.condition) == branches.end())
@@ -588,67 +631,104 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
                                      [&](const std::string& c) { return clauses.count("not (" + c + ")") > 0; });
     if (contradictory) return true;
     for (const std::string& b : branches) m.condition += (m.condition.empty() ? "" : " and ") + b;
-    m.escapes = escapes_of(index, ops, a.anchors, arms_of(target, ops, branches));
+    m.escapes = escapes_of(idx, ops, a.anchors, arms_of(target, ops, branches));
     if (!p.options.also_outputs.empty()) name_also_outputs(p, target, a.op_map, m.escapes);
     // Index bookkeeping (`end_pos = start_pos + s`) stays where it is: it
     // does not place the chain.
-    std::vector<int> placed;
     for (int id : ops)
-      if (!is_index_bookkeeping(target, target.ops[static_cast<size_t>(id)])) placed.push_back(id);
-    m.spans = spans_of(target, placed);
-    m.hints = hints_for(p, target);
+      if (!is_index_bookkeeping(target, target.ops[static_cast<size_t>(id)])) kept.span_ops.push_back(id);
+    // Class hints raise it per graph (made_for).
     m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
-    if (!m.hints.empty()) m.confidence = std::min(1.0, m.confidence + 0.1);
-    found.push_back(std::move(m));
+    found.push_back(std::move(kept));
     return true;
   };
 
   const NameVocabulary* present_for = nullptr;  // the vocabulary `present` was worked out for
   std::vector<char> present;
-  // A graph the memo has seen (the same code in another file or model):
-  // only the walks that gave something there are walked again.
+  // A graph the memo has seen (the same code in another file or model)
+  // takes over what each pattern gave there.
   std::string memo_key;
-  std::shared_ptr<const MatchMemo::Walks> replay;
-  MatchMemo::Walks walked;
+  std::shared_ptr<const MatchMemo::Outcomes> replay;
+  MatchMemo::Outcomes outcomes;
   if (options.memo && options.memo->serves(patterns)) {
     memo_key = MatchMemo::key_of(target, options);
     replay = options.memo->find(memo_key);
+    if (!replay) outcomes.resize(patterns.size());
   }
   for (size_t pattern_index = 0; pattern_index < patterns.size(); ++pattern_index) {
     const Pattern& p = patterns[pattern_index];
-    if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index, misses);
-    int start = start_op(p);
-    if (start < 0) continue;
-    // A graph the memo has seen walks only the starts recorded there.
-    if (replay && replay->starts_of(pattern_index).empty()) continue;
-    // Rule the pattern out when no walk from any start op could match or be
-    // a near-miss: the result is the same, without the walks.
+    if (replay) {
+      const PatternOutcome& kept = (*replay)[pattern_index];
+      if (!kept.rewalk) {
+        found.insert(found.end(), kept.matches.begin(), kept.matches.end());
+        misses.insert(misses.end(), kept.near_misses.begin(), kept.near_misses.end());
+        continue;
+      }
+    }
+    const size_t found_before = found.size(), misses_before = misses.size();
+    if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index(), misses);
+    const int start = start_op(p);
     const double near_miss_at = near_miss_threshold(p, options);
-    if (!options.rule_out_early) {
+    bool walk = start >= 0;
+    if (!walk || replay) {
+      // nothing to rule out: no start, or the starts recorded for the key
+    } else if (!options.rule_out_early) {
       // every start op is walked
     } else if (p.vocabulary) {
+      // Rule the pattern out when no walk from any start op could match or be
+      // a near-miss: the result is the same, without the walks.
       if (p.vocabulary.get() != present_for) {
-        present = names_present(*p.vocabulary, index.by_name);
+        present = names_present(*p.vocabulary, index().by_name);
         present_for = p.vocabulary.get();
       }
-      if (!may_match_or_nearly(p.needs, present, near_miss_at)) continue;
-    } else if (!may_match_or_nearly(p.needs_known ? p.needs : needs_of(p), index.by_name, near_miss_at)) {
-      continue;
+      walk = may_match_or_nearly(p.needs, present, near_miss_at);
+    } else {
+      walk = may_match_or_nearly(p.needs_known ? p.needs : needs_of(p), index().by_name, near_miss_at);
     }
-    const std::vector<int>& starts = replay ? replay->starts_of(pattern_index) : index.ops_named(p.graph.ops[static_cast<size_t>(start)].name);
-    for (int cand : starts) {
-      // Inside a copy of an unrolled layer loop only a chain that may run
-      // across layers starts: every other one there is the layer's own.
-      if (target.ops[static_cast<size_t>(cand)].unrolled != 0 && !p.options.across_layers) continue;
-      if (consider(p, cand, near_miss_at) && !replay) walked.add(pattern_index, cand);
+    std::vector<int> gave;
+    if (walk) {
+      const std::vector<int>& starts =
+          replay ? (*replay)[pattern_index].starts : index().ops_named(p.graph.ops[static_cast<size_t>(start)].name);
+      for (int cand : starts) {
+        // Inside a copy of an unrolled layer loop only a chain that may run
+        // across layers starts: every other one there is the layer's own.
+        if (target.ops[static_cast<size_t>(cand)].unrolled != 0 && !p.options.across_layers) continue;
+        if (consider(p, cand, near_miss_at)) gave.push_back(cand);
+      }
+    }
+    if (!replay && !outcomes.empty()) {
+      PatternOutcome& kept = outcomes[pattern_index];
+      // Whether the file's own classes define a call decides this pattern's
+      // result, and the key does not hold the file.
+      kept.rewalk = p.options.opaque_calls;
+      if (kept.rewalk) {
+        kept.starts = std::move(gave);
+      } else {
+        kept.matches.assign(found.begin() + static_cast<std::ptrdiff_t>(found_before), found.end());
+        kept.near_misses.assign(misses.begin() + static_cast<std::ptrdiff_t>(misses_before), misses.end());
+      }
     }
   }
 
-  if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(walked));
+  if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(outcomes));
+
+  // The results made the target's: its files and lines, its class hints.
+  std::vector<Match> made;
+  made.reserve(found.size());
+  for (const KeptMatch& k : found) made.push_back(made_for(k, target));
+  // Ops each look-alike match covers, by rule: a failed walk of the rule
+  // starting there is told by the look-alike instead.
+  std::vector<std::pair<std::string, std::vector<int>>> lookalike_ops;
+  std::vector<NearMissTrace> told;
+  told.reserve(misses.size());
+  for (const KeptNearMiss& k : misses) {
+    if (!k.lookalike_ops.empty()) lookalike_ops.emplace_back(rule_id(*k.trace.pattern), k.lookalike_ops);
+    told.push_back(made_for(k, target));
+  }
 
   // One match per place and rule: the widest, then the first alternative.
-  std::stable_sort(found.begin(), found.end(), [](const Match& a, const Match& b) { return a.ops.size() > b.ops.size(); });
-  for (Match& m : found) {
+  std::stable_sort(made.begin(), made.end(), [](const Match& a, const Match& b) { return a.ops.size() > b.ops.size(); });
+  for (Match& m : made) {
     bool clash = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& k) {
       return rule_id(*k.pattern) == rule_id(*m.pattern) && overlaps(k.ops, m.ops);
     });
@@ -660,9 +740,9 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   });
 
   // Near-misses: not where the same rule matched; one per rule and start op, the deepest.
-  std::stable_sort(misses.begin(), misses.end(),
+  std::stable_sort(told.begin(), told.end(),
                    [](const NearMissTrace& a, const NearMissTrace& b) { return a.matched_steps * b.pattern_steps > b.matched_steps * a.pattern_steps; });
-  for (NearMissTrace& n : misses) {
+  for (NearMissTrace& n : told) {
     const std::string id = rule_id(*n.pattern);
     bool matched_here = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& m) {
       return rule_id(*m.pattern) == id && std::binary_search(m.ops.begin(), m.ops.end(), n.anchor_op);

@@ -42,6 +42,7 @@ struct Escape {
   int consumer_op = -1;   // -1 when it escapes by `return`
   std::string how;        // "returned", "stored on self", "read by <op> @line", ...
   int line = 0;
+  int line_op = -1;       // the op whose line `line` is
   // The search's name of the value when the fused operator also returns it
   // (RULE["match"]["also_outputs"]); empty otherwise.
   std::string also_output;

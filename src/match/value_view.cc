@@ -89,10 +89,52 @@ std::optional<ConstantValue> constant_of(const model::FunctionDataflow& g, int v
   return c;
 }
 
-std::string where(const model::DataflowOp& op) {
+namespace {
+
+// The graph whose ops where() names by placeholder on this thread, or null.
+thread_local const model::FunctionDataflow* symbolic_graph = nullptr;
+
+// Placeholder text: a separator byte no source text holds, the op id, another one.
+constexpr char kPlaceOpen = '\x1f';
+constexpr char kPlaceClose = '\x1e';
+
+std::string place_text(const model::DataflowOp& op) {
   std::string file = op.file ? op.file->path : "?";
   if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
   return fmt::format("{}:{}", file, op.line);
+}
+
+}  // namespace
+
+std::string where(const model::DataflowOp& op) {
+  if (symbolic_graph) {
+    const auto& ops = symbolic_graph->ops;
+    if (!ops.empty() && &op >= ops.data() && &op < ops.data() + ops.size())
+      return fmt::format("{}{}{}", kPlaceOpen, &op - ops.data(), kPlaceClose);
+  }
+  return place_text(op);
+}
+
+SymbolicPlaces::SymbolicPlaces(const model::FunctionDataflow& g) : previous_(symbolic_graph) { symbolic_graph = &g; }
+
+SymbolicPlaces::~SymbolicPlaces() { symbolic_graph = previous_; }
+
+std::string resolve_places(const std::string& text, const model::FunctionDataflow& g) {
+  size_t open = text.find(kPlaceOpen);
+  if (open == std::string::npos) return text;
+  std::string out;
+  out.reserve(text.size() + 16);
+  size_t last = 0;
+  for (; open != std::string::npos; open = text.find(kPlaceOpen, last)) {
+    size_t close = text.find(kPlaceClose, open);
+    if (close == std::string::npos) break;
+    size_t id = std::stoul(text.substr(open + 1, close - open - 1));
+    out.append(text, last, open - last);
+    out += id < g.ops.size() ? place_text(g.ops[id]) : "?";
+    last = close + 1;
+  }
+  out.append(text, last, std::string::npos);
+  return out;
 }
 
 std::string value_spelling(const model::FunctionDataflow& g, int v) {

@@ -37,4 +37,22 @@ std::string value_spelling(const model::FunctionDataflow& g, int v);
 std::string describe_op(const model::DataflowOp& op);
 std::string where(const model::DataflowOp& op);
 
+// While one of these lives on a thread, where() of an op of `g` gives a
+// placeholder naming the op instead of its file and line. resolve_places()
+// turns the placeholders into the texts for any graph with the same ops:
+// the one matched, or another copy of the same code (match_memo.h).
+class SymbolicPlaces {
+ public:
+  explicit SymbolicPlaces(const model::FunctionDataflow& g);
+  ~SymbolicPlaces();
+  SymbolicPlaces(const SymbolicPlaces&) = delete;
+  SymbolicPlaces& operator=(const SymbolicPlaces&) = delete;
+
+ private:
+  const model::FunctionDataflow* previous_;
+};
+
+// `text` with each placeholder replaced by where() of that op of `g`.
+std::string resolve_places(const std::string& text, const model::FunctionDataflow& g);
+
 }  // namespace npufuse::match

@@ -31,6 +31,29 @@ std::string describe(const MatchResult& r) {
   return out;
 }
 
+// describe() with every text and number that names a place: spans, escape
+// lines and texts, hints and confidence.
+std::string describe_places(const MatchResult& r) {
+  std::string out = describe(r);
+  auto spans = [&](const std::vector<model::SourceSpan>& ss) {
+    for (const model::SourceSpan& s : ss) out += " " + s.file + ":" + std::to_string(s.line) + "-" + std::to_string(s.end_line);
+    out += "\n";
+  };
+  for (const Match& m : r.matches) {
+    out += "match spans";
+    spans(m.spans);
+    for (const Escape& e : m.escapes) out += "  escape " + e.how + " line " + std::to_string(e.line) + "\n";
+    for (const Binding& b : m.bindings) out += "  binds " + b.parameter + " = " + b.text + "\n";
+    for (const std::string& h : m.hints) out += "  hint " + h + "\n";
+    out += "  confidence " + std::to_string(m.confidence) + " condition " + m.condition + "\n";
+  }
+  for (const NearMissTrace& n : r.near_misses) {
+    out += "near-miss " + n.finding + " spans";
+    spans(n.spans);
+  }
+  return out;
+}
+
 // Calls `visit(model path, graph)` for every graph of every test model; the
 // number of graphs visited.
 int for_each_test_model_graph(const std::function<void(const std::string&, const model::FunctionDataflow&)>& visit) {
@@ -102,6 +125,30 @@ TEST(MatchMemo, ReplayedGraphsGiveTheFullResult) {
   });
   EXPECT_GT(memo.size(), 50u);
   EXPECT_GE(memo.hits(), static_cast<size_t>(graphs));
+}
+
+// A graph of the same code elsewhere (here: every line 100 further down)
+// takes over the remembered results with its own places in them.
+TEST(MatchMemo, AReplayNamesThePlacesOfTheGraphAtHand) {
+  MatchMemo memo(patterns());
+  MatchOptions with_memo;
+  with_memo.memo = &memo;
+  int told_somewhere = 0;
+  for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
+    model::FunctionDataflow moved = g;
+    for (model::DataflowOp& op : moved.ops) {
+      if (op.line > 0) op.line += 100;
+      if (op.end_line > 0) op.end_line += 100;
+    }
+    std::string here = describe_places(match_patterns(patterns(), g, with_memo));  // fills the memo
+    size_t hits = memo.hits();
+    std::string replayed = describe_places(match_patterns(patterns(), moved, with_memo));
+    EXPECT_EQ(memo.hits(), hits + 1) << model << " " << g.function;
+    EXPECT_EQ(replayed, describe_places(match_patterns(patterns(), moved))) << model << " " << g.function;
+    if (replayed != here) ++told_somewhere;
+  });
+  // The places differ wherever something is told, so the comparison can fail.
+  EXPECT_GT(told_somewhere, 20);
 }
 
 TEST(MatchMemo, KeyIgnoresPlacesButNotComputation) {
