@@ -440,7 +440,12 @@ Match made_for(const KeptMatch& kept, const FunctionDataflow& target) {
 }
 
 NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target) {
-  NearMissTrace n = kept.trace;
+  const NearMissTrace& from = kept.trace;
+  NearMissTrace n;
+  n.pattern = from.pattern;
+  n.anchor_op = from.anchor_op;
+  n.matched_steps = from.matched_steps;
+  n.pattern_steps = from.pattern_steps;
   n.spans = spans_of(target, kept.span_ops);
   const Pattern& p = *n.pattern;
   if (!kept.lookalike_ops.empty()) {
@@ -450,9 +455,10 @@ NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target)
     n.reason = p.lookalike_reason + " (" + n.finding + ")";
     return n;
   }
-  n.finding = resolve_places(n.finding, target);
-  n.reason = resolve_places(n.reason, target);
-  for (std::string& step : n.trace) step = resolve_places(step, target);
+  n.finding = resolve_places(from.finding, target);
+  n.reason = resolve_places(from.reason, target);
+  n.trace.reserve(from.trace.size());
+  for (const std::string& step : from.trace) n.trace.push_back(resolve_places(step, target));
   return n;
 }
 
@@ -712,50 +718,56 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
 
   if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(outcomes));
 
-  // The results made the target's: its files and lines, its class hints.
-  std::vector<Match> made;
-  made.reserve(found.size());
-  for (const KeptMatch& k : found) made.push_back(made_for(k, target));
-  // Ops each look-alike match covers, by rule: a failed walk of the rule
-  // starting there is told by the look-alike instead.
-  std::vector<std::pair<std::string, std::vector<int>>> lookalike_ops;
-  std::vector<NearMissTrace> told;
-  told.reserve(misses.size());
-  for (const KeptNearMiss& k : misses) {
-    if (!k.lookalike_ops.empty()) lookalike_ops.emplace_back(rule_id(*k.trace.pattern), k.lookalike_ops);
-    told.push_back(made_for(k, target));
-  }
-
+  // Which results are kept is decided on ops alone; only those kept are
+  // made the target's (its files and lines, its class hints).
   // One match per place and rule: the widest, then the first alternative.
-  std::stable_sort(made.begin(), made.end(), [](const Match& a, const Match& b) { return a.ops.size() > b.ops.size(); });
-  for (Match& m : made) {
-    bool clash = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& k) {
-      return rule_id(*k.pattern) == rule_id(*m.pattern) && overlaps(k.ops, m.ops);
+  std::vector<const KeptMatch*> by_width;
+  by_width.reserve(found.size());
+  for (const KeptMatch& k : found) by_width.push_back(&k);
+  std::stable_sort(by_width.begin(), by_width.end(),
+                   [](const KeptMatch* a, const KeptMatch* b) { return a->match.ops.size() > b->match.ops.size(); });
+  for (const KeptMatch* k : by_width) {
+    const Match& m = k->match;
+    bool clash = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& kept) {
+      return rule_id(*kept.pattern) == rule_id(*m.pattern) && overlaps(kept.ops, m.ops);
     });
-    if (!clash) result.matches.push_back(std::move(m));
+    if (!clash) result.matches.push_back(made_for(*k, target));
   }
   drop_contained_parts(result.matches);
   std::sort(result.matches.begin(), result.matches.end(), [](const Match& a, const Match& b) {
     return std::make_pair(a.ops.front(), rule_id(*a.pattern)) < std::make_pair(b.ops.front(), rule_id(*b.pattern));
   });
 
+  // Ops each look-alike match covers, by rule: a failed walk of the rule
+  // starting there is told by the look-alike instead.
+  std::vector<std::pair<const std::string*, const std::vector<int>*>> lookalike_ops;
+  for (const KeptNearMiss& k : misses)
+    if (!k.lookalike_ops.empty()) lookalike_ops.emplace_back(&rule_id(*k.trace.pattern), &k.lookalike_ops);
   // Near-misses: not where the same rule matched; one per rule and start op, the deepest.
-  std::stable_sort(told.begin(), told.end(),
-                   [](const NearMissTrace& a, const NearMissTrace& b) { return a.matched_steps * b.pattern_steps > b.matched_steps * a.pattern_steps; });
-  for (NearMissTrace& n : told) {
-    const std::string id = rule_id(*n.pattern);
+  std::vector<const KeptNearMiss*> by_depth;
+  by_depth.reserve(misses.size());
+  for (const KeptNearMiss& k : misses) by_depth.push_back(&k);
+  std::stable_sort(by_depth.begin(), by_depth.end(), [](const KeptNearMiss* a, const KeptNearMiss* b) {
+    return a->trace.matched_steps * b->trace.pattern_steps > b->trace.matched_steps * a->trace.pattern_steps;
+  });
+  std::vector<const KeptNearMiss*> told;
+  for (const KeptNearMiss* k : by_depth) {
+    const NearMissTrace& n = k->trace;
+    const std::string& id = rule_id(*n.pattern);
     bool matched_here = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& m) {
       return rule_id(*m.pattern) == id && std::binary_search(m.ops.begin(), m.ops.end(), n.anchor_op);
     });
-    bool seen = std::any_of(result.near_misses.begin(), result.near_misses.end(), [&](const NearMissTrace& k) {
-      return rule_id(*k.pattern) == id && k.anchor_op == n.anchor_op;
+    bool seen = std::any_of(told.begin(), told.end(), [&](const KeptNearMiss* t) {
+      return rule_id(*t->trace.pattern) == id && t->trace.anchor_op == n.anchor_op;
     });
     bool told_by_lookalike = n.pattern->lookalike_reason.empty() &&
                              std::any_of(lookalike_ops.begin(), lookalike_ops.end(), [&](const auto& l) {
-                               return l.first == id && std::binary_search(l.second.begin(), l.second.end(), n.anchor_op);
+                               return *l.first == id && std::binary_search(l.second->begin(), l.second->end(), n.anchor_op);
                              });
-    if (!matched_here && !seen && !told_by_lookalike) result.near_misses.push_back(std::move(n));
+    if (!matched_here && !seen && !told_by_lookalike) told.push_back(k);
   }
+  result.near_misses.reserve(told.size());
+  for (const KeptNearMiss* k : told) result.near_misses.push_back(made_for(*k, target));
   return result;
 }
 

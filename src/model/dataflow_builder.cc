@@ -149,10 +149,26 @@ class Builder {
     return g_.ops[static_cast<size_t>(op)].outputs[0];
   }
 
-  std::string condition_text() const {
-    std::string out;
-    for (const std::string& c : conditions_) out += (out.empty() ? "" : " and ") + c;
-    return out;
+  // The enclosing conditions joined by " and ", every op's: rebuilt only
+  // after they change.
+  const std::string& condition_text() {
+    if (condition_stale_) {
+      condition_joined_.clear();
+      for (const std::string& c : conditions_) {
+        if (!condition_joined_.empty()) condition_joined_ += " and ";
+        condition_joined_ += c;
+      }
+      condition_stale_ = false;
+    }
+    return condition_joined_;
+  }
+  void push_condition(std::string c) {
+    conditions_.push_back(std::move(c));
+    condition_stale_ = true;
+  }
+  void pop_conditions(size_t n = 1) {
+    conditions_.resize(conditions_.size() - n);
+    condition_stale_ = true;
   }
 
   // A value is named by the first name it gets in the shallowest function
@@ -226,11 +242,11 @@ class Builder {
       statement(s);
       auto* i = ast::as<ast::If>(s);
       if (i && i->orelse.empty() && i->body.size > 0 && ast::as<ast::Return>(i->body[i->body.size - 1])) {
-        conditions_.push_back("not (" + std::string(file_->text_of(i->test)) + ")");
+        push_condition("not (" + std::string(file_->text_of(i->test)) + ")");
         ++pushed;
       }
     }
-    conditions_.resize(conditions_.size() - pushed);
+    pop_conditions(pushed);
   }
 
   void statement(const ast::stmt* s) {
@@ -351,9 +367,9 @@ class Builder {
     // the values that take it.
     auto arm = [&](const Span<ast::stmt*>& body, const std::string& condition, const std::vector<int>* values) {
       if (values) env_[split->name] = values->size() == 1 ? values->front() : emit_value("phi", OpClass::Structure, *values, {}, i);
-      conditions_.push_back(condition);
+      push_condition(condition);
       statements(body);
-      conditions_.pop_back();
+      pop_conditions();
     };
     // Every value takes one arm: only that arm runs.
     if (split && (split->tuples.empty() || split->tensors.empty())) {
@@ -570,9 +586,9 @@ class Builder {
   void loop(const std::string& header, const ast::stmt* s, Body body) {
     auto before = env_;
     CalleeEnv callees_before = callees_;
-    conditions_.push_back(header);
+    push_condition(header);
     body();
-    conditions_.pop_back();
+    pop_conditions();
     auto after = env_;
     merge(before, after, before, s);
     merge_callees(callees_, callees_before, header, "");
@@ -704,7 +720,7 @@ class Builder {
                     const std::vector<std::string>& labels, const ast::Call* c) {
     std::vector<int> results;
     for (const Callee& alt : alts) {
-      if (!alt.guard.empty()) conditions_.push_back(alt.guard);
+      if (!alt.guard.empty()) push_condition(alt.guard);
       if (alt.suffix == "[]") note_element_index(alt.submodule, callee_value);
       int v = alt.submodule.empty() ? -1 : submodule_call(alt.submodule, alt.suffix, ins, labels, c);
       if (v >= 0) {
@@ -723,7 +739,7 @@ class Builder {
         }
         results.push_back(g_.ops[static_cast<size_t>(op)].outputs[0]);
       }
-      if (!alt.guard.empty()) conditions_.pop_back();
+      if (!alt.guard.empty()) pop_conditions();
     }
     if (results.size() == 1) return results[0];
     return emit_value("phi", OpClass::Structure, results, {}, c);
@@ -1133,9 +1149,9 @@ class Builder {
       std::vector<SubmoduleLookup::Alternative> ways = lookup_->alternatives(*cls_, attr);
       std::vector<int> results;
       for (const SubmoduleLookup::Alternative& way : ways) {
-        conditions_.push_back(way.condition);
+        push_condition(way.condition);
         int v = local_forward(*way.ctor, ins, labels, path, c);
-        conditions_.pop_back();
+        pop_conditions();
         if (v < 0) {
           results.clear();
           break;
@@ -1314,7 +1330,9 @@ class Builder {
   std::set<int> one_element_ids_;              // loop elements that are one index held in a [1] tensor
   const ModuleCtor* instance_ = nullptr;       // the module instance whose forward is being inlined
   std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call
-  std::vector<std::string> conditions_;
+  std::vector<std::string> conditions_;  // changed through push_condition / pop_conditions
+  std::string condition_joined_;
+  bool condition_stale_ = false;
 };
 
 }  // namespace

@@ -215,7 +215,7 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
       if (!before_core[static_cast<size_t>(id)] || !after_projection[static_cast<size_t>(id)]) continue;
       if (o.name == "repeat_interleave") repeat.push_back(id);
       if (o.name == "expand")
-        for (int c : bg.g.consumers(o.outputs[0]))
+        for (int c : bg.consumers(o.outputs[0]))
           if (bg.op(c).name == "reshape") repeat.insert(repeat.end(), {id, c});
     }
   }

@@ -66,7 +66,7 @@ void find_escapes(const BlockGraph& bg, const std::vector<int>& module_ops, cons
           stack.pop_back();
           if (!visited.insert({v, element}).second || visited.size() > 512) continue;
           if (returns.count(v) && s.kind != "residual_add" && !final_step) report("returned from the block", span(producer));
-          for (int c : bg.g.consumers(v)) {
+          for (int c : bg.consumers(v)) {
             const DataflowOp& use = bg.op(c);
             size_t ci = static_cast<size_t>(c);
             if (chain_ops[ci]) {

@@ -39,6 +39,23 @@ bool is_norm_anchor(const DataflowOp& o) {
   return o.name == "rsqrt" || o.name == "rms_norm" || o.name == "layer_norm" || o.name == "group_norm";
 }
 
+const std::vector<int>& BlockGraph::consumers(int value) const {
+  if (readers_.empty()) {
+    readers_.resize(g.values.size());
+    for (const DataflowOp& o : g.ops)
+      for (size_t i = 0; i < o.inputs.size(); ++i) {
+        const int in = o.inputs[i];
+        // An op that reads the value twice is one reader, as in g.consumers().
+        if (in < 0 || static_cast<size_t>(in) >= readers_.size() ||
+            std::find(o.inputs.begin(), o.inputs.begin() + static_cast<std::ptrdiff_t>(i), in) != o.inputs.begin() + static_cast<std::ptrdiff_t>(i))
+          continue;
+        readers_[static_cast<size_t>(in)].push_back(o.id);
+      }
+  }
+  static const std::vector<int> none;
+  return value >= 0 && static_cast<size_t>(value) < readers_.size() ? readers_[static_cast<size_t>(value)] : none;
+}
+
 OpSet BlockGraph::downstream(const OpSet& from) const {
   std::vector<char> value_mark(g.values.size(), 0);
   OpSet out = make_set(size());

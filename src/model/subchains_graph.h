@@ -45,6 +45,10 @@ struct BlockGraph {
   std::string root_key(int value) const;
   // Source text of an op, first line only.
   std::string text(const DataflowOp& o) const;
+  // g.consumers(value), from an index of every value's readers built on first use.
+  const std::vector<int>& consumers(int value) const;
+
+  mutable std::vector<std::vector<int>> readers_ = {};  // by value id; empty until consumers() is asked
 };
 
 OpSet make_set(size_t n);

@@ -1,11 +1,12 @@
 #include "report/markdown_text.h"
 
+#include <algorithm>
+
 namespace npufuse::report {
 
 std::string one_line(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) out += (ch == '\n' || ch == '\r') ? ' ' : ch;
+  std::string out = s;
+  std::replace_if(out.begin(), out.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
   return out;
 }
 

@@ -48,13 +48,14 @@ ModelResult failed_result(const std::string& name, const std::string& error) {
 // One model's turn: from the cache when its key is there, analysed otherwise.
 ModelResult scan_one(const ModelFolder& folder, const ScanOptions& o, const SharedInputs& shared,
                      const ScanCache* cache) {
+  // Without a cache there is no key to work out (it reads and hashes every file).
   std::string key;
-  try {
-    key = cache_key(folder, o, shared.fingerprint);
-  } catch (const std::exception& e) {
-    return failed_result(folder.name, e.what());
-  }
   if (cache) {
+    try {
+      key = cache_key(folder, o, shared.fingerprint);
+    } catch (const std::exception& e) {
+      return failed_result(folder.name, e.what());
+    }
     if (auto hit = cache->load(key)) {
       hit->name = folder.name;
       return std::move(*hit);
