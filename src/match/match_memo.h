@@ -44,6 +44,7 @@ struct KeptNearMiss {
 
 // What one pattern gave on one graph, in the order it gave it.
 struct PatternOutcome {
+  size_t pattern = 0;  // its index in the pattern set
   std::vector<KeptMatch> matches;
   std::vector<KeptNearMiss> near_misses;
   // Walked again on every graph of the key, from `starts` (the starts that
@@ -54,7 +55,8 @@ struct PatternOutcome {
 
 class MatchMemo {
  public:
-  // Per pattern (its index in the pattern set).
+  // In pattern order, only the patterns that gave something or are walked
+  // again: most give nothing on most graphs.
   using Outcomes = std::vector<PatternOutcome>;
 
   explicit MatchMemo(const std::vector<Pattern>& patterns) : patterns_(&patterns) {}

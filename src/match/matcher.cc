@@ -655,7 +655,9 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   // takes over what each pattern gave there.
   std::string memo_key;
   std::shared_ptr<const MatchMemo::Outcomes> replay;
-  MatchMemo::Outcomes outcomes;
+  size_t replay_at = 0;  // the next outcome of `replay`
+  static const PatternOutcome gave_nothing;
+  MatchMemo::Outcomes outcomes;  // per pattern while recording
   if (options.memo && options.memo->serves(patterns)) {
     memo_key = MatchMemo::key_of(target, options);
     replay = options.memo->find(memo_key);
@@ -663,15 +665,17 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   }
   for (size_t pattern_index = 0; pattern_index < patterns.size(); ++pattern_index) {
     const Pattern& p = patterns[pattern_index];
+    const PatternOutcome* recorded = nullptr;  // on a replay: what the pattern gave there
     if (replay) {
-      const PatternOutcome& kept = (*replay)[pattern_index];
-      if (!kept.rewalk) {
-        found.insert(found.end(), kept.matches.begin(), kept.matches.end());
-        misses.insert(misses.end(), kept.near_misses.begin(), kept.near_misses.end());
+      recorded = &gave_nothing;
+      if (replay_at < replay->size() && (*replay)[replay_at].pattern == pattern_index) recorded = &(*replay)[replay_at++];
+      if (!recorded->rewalk) {
+        found.insert(found.end(), recorded->matches.begin(), recorded->matches.end());
+        misses.insert(misses.end(), recorded->near_misses.begin(), recorded->near_misses.end());
         continue;
       }
     }
-    const size_t found_before = found.size(), misses_before = misses.size();
+    const size_t found_before = found.size();
     if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index(), misses);
     const int start = start_op(p);
     const double near_miss_at = near_miss_threshold(p, options);
@@ -694,7 +698,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     std::vector<int> gave;
     if (walk) {
       const std::vector<int>& starts =
-          replay ? (*replay)[pattern_index].starts : index().ops_named(p.graph.ops[static_cast<size_t>(start)].name);
+          recorded ? recorded->starts : index().ops_named(p.graph.ops[static_cast<size_t>(start)].name);
       for (int cand : starts) {
         // Inside a copy of an unrolled layer loop only a chain that may run
         // across layers starts: every other one there is the layer's own.
@@ -704,6 +708,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     }
     if (!replay && !outcomes.empty()) {
       PatternOutcome& kept = outcomes[pattern_index];
+      kept.pattern = pattern_index;
       // Whether the file's own classes define a call decides this pattern's
       // result, and the key does not hold the file.
       kept.rewalk = p.options.opaque_calls;
@@ -711,12 +716,10 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
         kept.starts = std::move(gave);
       } else {
         kept.matches.assign(found.begin() + static_cast<std::ptrdiff_t>(found_before), found.end());
-        kept.near_misses.assign(misses.begin() + static_cast<std::ptrdiff_t>(misses_before), misses.end());
       }
     }
   }
 
-  if (!memo_key.empty() && !replay) options.memo->remember(std::move(memo_key), std::move(outcomes));
 
   // Which results are kept is decided on ops alone; only those kept are
   // made the target's (its files and lines, its class hints).
@@ -750,24 +753,44 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   std::stable_sort(by_depth.begin(), by_depth.end(), [](const KeptNearMiss* a, const KeptNearMiss* b) {
     return a->trace.matched_steps * b->trace.pattern_steps > b->trace.matched_steps * a->trace.pattern_steps;
   });
-  std::vector<const KeptNearMiss*> told;
+  // `tellable`: told unless the rule matched there. Whether it did is the
+  // same for every near-miss of one rule and start op, so these are the
+  // only near-misses a graph of the same code can tell: all a memo keeps.
+  std::vector<const KeptNearMiss*> told, tellable;
   for (const KeptNearMiss* k : by_depth) {
     const NearMissTrace& n = k->trace;
     const std::string& id = rule_id(*n.pattern);
-    bool matched_here = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& m) {
-      return rule_id(*m.pattern) == id && std::binary_search(m.ops.begin(), m.ops.end(), n.anchor_op);
-    });
-    bool seen = std::any_of(told.begin(), told.end(), [&](const KeptNearMiss* t) {
+    bool seen = std::any_of(tellable.begin(), tellable.end(), [&](const KeptNearMiss* t) {
       return rule_id(*t->trace.pattern) == id && t->trace.anchor_op == n.anchor_op;
     });
     bool told_by_lookalike = n.pattern->lookalike_reason.empty() &&
                              std::any_of(lookalike_ops.begin(), lookalike_ops.end(), [&](const auto& l) {
                                return *l.first == id && std::binary_search(l.second->begin(), l.second->end(), n.anchor_op);
                              });
-    if (!matched_here && !seen && !told_by_lookalike) told.push_back(k);
+    if (seen || told_by_lookalike) continue;
+    tellable.push_back(k);
+    bool matched_here = std::any_of(result.matches.begin(), result.matches.end(), [&](const Match& m) {
+      return rule_id(*m.pattern) == id && std::binary_search(m.ops.begin(), m.ops.end(), n.anchor_op);
+    });
+    if (!matched_here) told.push_back(k);
   }
   result.near_misses.reserve(told.size());
   for (const KeptNearMiss* k : told) result.near_misses.push_back(made_for(*k, target));
+
+  if (!memo_key.empty() && !replay) {
+    // Each pattern keeps its tellable near-misses, in the order it gave them;
+    // a look-alike's is kept whatever it tells, for the ops it covers.
+    std::vector<char> keep(misses.size(), 0);
+    for (const KeptNearMiss* k : tellable) keep[static_cast<size_t>(k - misses.data())] = 1;
+    for (PatternOutcome& o : outcomes) o.near_misses.clear();
+    for (size_t i = 0; i < misses.size(); ++i) {
+      PatternOutcome& o = outcomes[static_cast<size_t>(misses[i].trace.pattern - patterns.data())];
+      if (!o.rewalk && (keep[i] || !misses[i].lookalike_ops.empty())) o.near_misses.push_back(std::move(misses[i]));
+    }
+    std::erase_if(outcomes, [](const PatternOutcome& o) { return !o.rewalk && o.matches.empty() && o.near_misses.empty(); });
+    outcomes.shrink_to_fit();  // one slot per pattern was reserved while recording
+    options.memo->remember(std::move(memo_key), std::move(outcomes));
+  }
   return result;
 }
 
