@@ -74,4 +74,10 @@ const FunctionRange* FunctionIndex::at_line(const std::string& path, int line) {
   return function_at_line(it->second, line);
 }
 
+const std::vector<FunctionRange>& FunctionIndex::of(const ModelFile& file) {
+  auto it = by_file_.find(file.path);
+  if (it == by_file_.end()) it = by_file_.emplace(file.path, functions_of(file)).first;
+  return it->second;
+}
+
 }  // namespace npufuse::model

@@ -36,6 +36,8 @@ class FunctionIndex {
   explicit FunctionIndex(const SourceSet& sources) : sources_(sources) {}
   // Null for module-level code and for a path the model does not have.
   const FunctionRange* at_line(const std::string& path, int line);
+  // functions_of(file), listed once per file.
+  const std::vector<FunctionRange>& of(const ModelFile& file);
 
  private:
   const SourceSet& sources_;

@@ -111,10 +111,11 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   context.branches = &inventory.branches;
   context.attention_layout = attention_layout(blocks);
   context.structure = &inventory.structure;
+  model::FunctionIndex functions(*in.sources);
+  context.functions = &functions;
   CandidateSet built = build_candidates(matches.matches, context);
   plan.candidates = std::move(built.candidates);
   plan.notes = std::move(built.notes);
-  model::FunctionIndex functions(*in.sources);
   attach_near_misses(matches.near_misses, plan.candidates, plan.notes, &functions);
   group_alternatives(plan.candidates);
   link_longer_chains(plan.candidates);

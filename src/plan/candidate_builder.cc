@@ -448,7 +448,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     const Group& group = groups[key];
     const MatchSite& site = primary_site(group);
     const rules::Rule& rule = *site.match.pattern->rule;
-    ChainParts where = chain_parts(site);
+    ChainParts where = chain_parts(site, ctx.functions);
     if (where.parts.empty()) {  // no op has a line: fall back on the matcher's span
       where.primary = location_of(site.match.spans.front());
       where.parts = {where.primary};

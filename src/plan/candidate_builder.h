@@ -24,6 +24,7 @@ struct CandidateContext {
   const std::vector<model::BranchCondition>* branches = nullptr;  // may be null
   model::CoreLayout attention_layout;     // layout at the attention core, from the sub-chains
   const model::ModelStructure* structure = nullptr;  // instance tree: sizes of the modules a chain reads (chain_facts)
+  model::FunctionIndex* functions = nullptr;  // the model's functions by file, listed once; may be null
 };
 
 struct CandidateSet {

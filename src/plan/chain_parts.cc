@@ -10,7 +10,7 @@
 
 namespace npufuse::plan {
 
-ChainParts chain_parts(const MatchSite& site) {
+ChainParts chain_parts(const MatchSite& site, model::FunctionIndex* index) {
   const model::FunctionDataflow& g = *site.match.target;
   std::map<const model::ModelFile*, std::vector<model::FunctionRange>> functions;
   // (file, function) -> the lines the chain's ops take there.
@@ -19,9 +19,14 @@ ChainParts chain_parts(const MatchSite& site) {
   auto place = [&](const model::DataflowOp& op) -> std::pair<std::string, std::string> {
     const model::ModelFile* file = op.file ? op.file : g.file;
     if (!file) return {"", ""};
-    auto [it, fresh] = functions.try_emplace(file);
-    if (fresh) it->second = model::functions_of(*file);
-    const model::FunctionRange* f = model::function_at_line(it->second, op.line);
+    const model::FunctionRange* f = nullptr;
+    if (index) {
+      f = model::function_at_line(index->of(*file), op.line);
+    } else {
+      auto [it, fresh] = functions.try_emplace(file);
+      if (fresh) it->second = model::functions_of(*file);
+      f = model::function_at_line(it->second, op.line);
+    }
     return {file->path, f ? f->qualified : ""};
   };
   std::vector<std::pair<Location, std::string>> lines;

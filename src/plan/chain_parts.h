@@ -5,6 +5,7 @@
 // the function the chain was matched in, where the replacement call goes.
 #include <vector>
 
+#include "model/function_index.h"
 #include "plan/model_matches.h"
 #include "plan/plan.h"
 
@@ -20,6 +21,8 @@ struct ChainParts {
   std::vector<std::string> op_scopes;  // per op_lines entry: the module path whose code ran there ("self.q_a_proj")
 };
 
-ChainParts chain_parts(const MatchSite& site);
+// `functions`, when given, lists each file's functions once for all the
+// chains of a model.
+ChainParts chain_parts(const MatchSite& site, model::FunctionIndex* functions = nullptr);
 
 }  // namespace npufuse::plan
