@@ -62,6 +62,12 @@ RULE = {
     "dtypes": ["float32", "bfloat16"],
     "match": {
         "layouts": {"key_states": "BSND"},
+        "quiet": [
+            {"when": "expected 1, found -1", "why": "a concatenation along the last axis joins features: no cache grows there"},
+            {"when": "expected list(", "why": "what is joined is not a past/new pair written out (chunks of one tensor, a list built elsewhere, a tuple argument)"},
+            {"when": "expected tuple(", "why": "the same, for the layer_past form"},
+            {"when": "lacks argument #1", "why": "a one-element list grown by appends (generated tokens) is no past/new pair"},
+        ],
         "explain": [
             {"when": "key_states is BNSD", "near_miss": "fixtures/static_cache_prerequisite_bsnd_nomatch_bnsd_heads.py"},
             {"when": "does not show the axis order of key_states", "near_miss": "fixtures/static_cache_prerequisite_bsnd_nomatch_unknown_axes.py"},

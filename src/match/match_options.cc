@@ -124,6 +124,16 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
       }
     } else if (key == "explain") {
       o.explain = read_explanations(rule, value);
+    } else if (key == "quiet") {
+      // [{"when": text, "why": text}]: the why is for the reader of the rule.
+      const char* shape = "\"quiet\" must be a list of {\"when\": text, \"why\": text}";
+      if (!value.is_array()) fail(rule, shape);
+      for (const auto& e : value) {
+        if (!e.is_object() || e.size() != 2 || !e.contains("when") || !e.contains("why") || !e["when"].is_string() ||
+            !e["why"].is_string() || e["when"].get<std::string>().empty() || e["why"].get<std::string>().empty())
+          fail(rule, shape);
+        o.quiet.push_back(e["when"].get<std::string>());
+      }
     } else if (key == "partial_returns") {
       if (!value.is_boolean()) fail(rule, "\"partial_returns\" must be True or False");
       o.partial_returns = value.get<bool>();
@@ -162,7 +172,7 @@ RuleMatchOptions parse_match_options(const rules::Rule& rule) {
         o.also_outputs[name] = AlsoOutput{how["en"].get<std::string>(), how["zh"].get<std::string>()};
       }
     } else {
-      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, layouts, explain, already_fused, "
+      fail(rule, fmt::format("unknown key \"{}\" (known: optional, anchor_uses, not_from, only_from, layouts, explain, quiet, already_fused, "
                              "partial_returns, independent_returns, contains, opaque_calls, across_layers, optional_inputs, near_miss_share, lookalikes, also_outputs)",
                              key));
     }

@@ -49,6 +49,10 @@ struct RuleMatchOptions {
   std::map<std::string, std::string> layouts;
   // In the order written: the first whose `when` occurs in a finding explains it.
   std::vector<NearMissExplanation> explain;
+  // Findings that show the code is something else altogether (a concatenation
+  // along the last axis is no cache append): a failed attempt whose finding
+  // contains one of these is not told. RULE["match"]["quiet"], each with its why.
+  std::vector<std::string> quiet;
   // Model ops that already compute the whole pattern as one fused call
   // (F.layer_norm for a hand-written LayerNorm): each is told as a near-miss.
   std::set<std::string> already_fused;

@@ -566,7 +566,10 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       }
     }
     if (!a.ok) {
-      if (near_miss_at >= 0 && a.matched >= near_miss_at) {
+      // What RULE["match"]["quiet"] names shows other code, not a near-miss.
+      const bool quiet = std::any_of(p.options.quiet.begin(), p.options.quiet.end(),
+                                     [&](const std::string& when) { return a.reason.find(when) != std::string::npos; });
+      if (near_miss_at >= 0 && a.matched >= near_miss_at && !quiet) {
         KeptNearMiss kept;
         NearMissTrace& n = kept.trace;
         n.pattern = &p;

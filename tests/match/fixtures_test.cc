@@ -1,7 +1,8 @@
 // The rule fixtures are the matcher's specification: every
 // `# expect-match: <id>` file must match that rule somewhere, every
 // `<rule>_nomatch_*` file must not match <rule>, and for those a near-miss of
-// the rule must tell the user why.
+// the rule must tell the user why; a `<rule>_quiet_*` file (`# expect-silence:`)
+// gives neither a match nor a near-miss of <rule> (RULE["match"]["quiet"]).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 struct FixtureOutcome {
   std::string file;        // relative to rules/
-  std::string expect;      // "match" or "no-match"
+  std::string expect;      // "match", "no-match" or "silence"
   std::string rule;        // the rule the expectation is about
   std::string reason;      // no-match: the reason users must be told (the first line's text)
   std::set<std::string> matched;
@@ -53,6 +54,9 @@ FixtureOutcome run_fixture(const fs::path& path) {
     o.expect = "match";
     o.rule = head.substr(head.find(':') + 1);
     o.rule.erase(0, o.rule.find_first_not_of(' '));
+  } else if (head.rfind("# expect-silence:", 0) == 0) {
+    o.expect = "silence";
+    o.rule = family + "." + stem.substr(0, stem.find("_quiet_"));
   } else {
     o.expect = "no-match";
     o.reason = head.substr(head.find(':') + 1);
@@ -100,6 +104,9 @@ TEST(Fixtures, EveryFixtureMeetsItsExpectation) {
     if (o.expect == "match") {
       ok = o.matched.count(o.rule) > 0;
       if (!ok && o.near.count(o.rule)) detail = " near-miss: " + o.near.at(o.rule).front();
+    } else if (o.expect == "silence") {
+      ok = !o.matched.count(o.rule) && !o.near.count(o.rule);
+      if (o.near.count(o.rule)) detail = " near-miss: " + o.near.at(o.rule).front();
     } else {
       // The near-miss must tell the fixture's reason: the rule's explanation
       // (RULE["match"]["explain"]) comes first in what users read.
@@ -155,6 +162,25 @@ TEST(Fixtures, NoMatchFixturesNeverMatchTheirRule) {
     if (it != pending.end() && it->second.rfind("wrongly matched", 0) == 0) continue;
     EXPECT_EQ(o.matched.count(o.rule), 0u) << o.file << " matched " << o.rule;
   }
+}
+
+// Each RULE["match"]["quiet"] case is shown by a silence fixture of its rule.
+TEST(Fixtures, EveryQuietCaseHasASilenceFixture) {
+  std::map<std::string, size_t> quiet, silent;
+  for (const Pattern& p : testing::compiled_rules().patterns)
+    if (p.rule) quiet[p.rule->id] = std::max(quiet[p.rule->id], p.options.quiet.size());
+  for (const fs::path& p : fixture_files()) {
+    if (p.stem().string().find("_quiet_") == std::string::npos) continue;
+    FixtureOutcome o = run_fixture(p);
+    EXPECT_EQ(o.expect, "silence") << o.file << ": a _quiet_ fixture starts with # expect-silence:";
+    ++silent[o.rule];
+  }
+  size_t cases = 0;
+  for (const auto& [rule, n] : quiet) {
+    cases += n;
+    EXPECT_GE(silent[rule], n) << rule << ": quiet cases without a silence fixture";
+  }
+  EXPECT_GT(cases, 0u);
 }
 
 }  // namespace
