@@ -257,6 +257,30 @@ TEST(Matcher, NearMissShareOutsideZeroToOneIsAnError) {
   }
 }
 
+// A finding RULE["match"]["quiet"] names is not told; any other still is.
+TEST(Matcher, QuietFindingsAreNotTold) {
+  auto t = function_graph(
+      "def f(a, g, eps):\n"
+      "    h = a.float()\n"
+      "    return g * (h * torch.rsqrt(h.pow(2).sum(-1, keepdim=True) + eps)).to(a.dtype)\n");
+  auto quiet = text_rule("t.norm", kNorm, {{"quiet", {{{"when", "found sum("}, {"why", "a sum is another norm"}}}}});
+  MatchResult r = match_patterns(compile_rule(quiet->rule), t->graph);
+  EXPECT_TRUE(r.matches.empty());
+  EXPECT_TRUE(r.near_misses.empty()) << r.near_misses[0].reason;
+  auto other = text_rule("t.norm", kNorm, {{"quiet", {{{"when", "found max("}, {"why", "a max is no norm"}}}}});
+  MatchResult told = match_patterns(compile_rule(other->rule), t->graph);
+  ASSERT_EQ(told.near_misses.size(), 1u);
+  EXPECT_EQ(told.near_misses[0].reason, "expected mean(...), found sum(...) at model.py:4");
+}
+
+TEST(Matcher, QuietEntriesNeedAWhenAndAWhy) {
+  for (nlohmann::json entry : {nlohmann::json{{"when", "x"}}, nlohmann::json{{"when", ""}, {"why", "y"}},
+                               nlohmann::json{{"when", "x"}, {"why", "y"}, {"near_miss", "z"}}, nlohmann::json("x")}) {
+    auto rule = text_rule("t.a", "def search(x):\n    return x + 1\n", {{"quiet", nlohmann::json::array({entry})}});
+    EXPECT_THROW(compile_rule(rule->rule), rules::RuleError) << entry.dump();
+  }
+}
+
 // A look-alike is a form that must not match: where the model spells it,
 // the rule's near-miss is told with the reason of the fixture it names.
 const char* kGate =
