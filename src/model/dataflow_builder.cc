@@ -1113,10 +1113,7 @@ class Builder {
 
   // An auxiliary-loss helper stays one opaque call: an inference run never
   // executes it, so its ops are no chain of the forward (loss_helpers.h).
-  bool training_only(const std::string& helper) {
-    if (!training_helpers_) training_helpers_ = training_only_helpers(sources_);
-    return training_helpers_->count(helper) > 0;
-  }
+  bool training_only(const std::string& helper) { return sources_.training_only().count(helper) > 0; }
 
   bool can_inline(const ast::FunctionDef* fn) const {
     return lookup_ && static_cast<int>(stack_.size()) <= max_depth_ &&
@@ -1329,7 +1326,6 @@ class Builder {
   std::map<std::string, int> element_index_;  // "self.experts[]" -> the value its element was picked by
   std::set<int> one_element_ids_;              // loop elements that are one index held in a [1] tensor
   const ModuleCtor* instance_ = nullptr;       // the module instance whose forward is being inlined
-  std::optional<std::set<std::string>> training_helpers_;  // computed on the first helper call
   std::vector<std::string> conditions_;  // changed through push_condition / pop_conditions
   std::string condition_joined_;
   bool condition_stale_ = false;

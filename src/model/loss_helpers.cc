@@ -127,4 +127,9 @@ std::set<std::string> training_only_helpers(const SourceSet& sources) {
   return std::set<std::string>(found.begin(), found.end());
 }
 
+const std::set<std::string>& SourceSet::training_only() const {
+  if (!training_only_) training_only_ = training_only_helpers(*this);
+  return *training_only_;
+}
+
 }  // namespace npufuse::model

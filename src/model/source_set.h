@@ -8,6 +8,7 @@
 // are only remembered as aliases (`nn` -> `torch.nn`).
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -80,6 +81,10 @@ class SourceSet {
   // function keeps its own name; empty when the expression is not a dotted name.
   std::string qualified_name(const ModelFile& file, const ast::expr* e) const;
 
+  // model::training_only_helpers(*this), worked out on first use and kept:
+  // every graph built for the model asks (defined in loss_helpers.cc).
+  const std::set<std::string>& training_only() const;
+
  private:
   void add_file(std::unique_ptr<ModelFile> f);
   void index(const ModelFile& f);
@@ -89,6 +94,7 @@ class SourceSet {
   std::map<std::string, ClassDecl, std::less<>> class_index_;
   std::map<std::string, FunctionDecl, std::less<>> function_index_;
   std::map<std::string, ConstantDecl, std::less<>> constant_index_;
+  mutable std::optional<std::set<std::string>> training_only_;
 };
 
 // The dotted text of a Name/Attribute chain (`self.q_proj.weight`), or empty.

@@ -96,7 +96,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
   // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
   // are matched on their own too: a chain may live entirely in one.
   // Auxiliary-loss helpers are skipped: no inference run reaches them.
-  const std::set<std::string> training_only = model::training_only_helpers(sources);
+  const std::set<std::string>& training_only = sources.training_only();
   for (const auto& file : sources.files()) {
     for (const model::ast::stmt* s : file->parsed->module->body) {
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
