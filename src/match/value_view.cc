@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <algorithm>
@@ -125,13 +126,18 @@ std::string resolve_places(const std::string& text, const model::FunctionDataflo
   std::string out;
   out.reserve(text.size() + 16);
   size_t last = 0;
-  for (; open != std::string::npos; open = text.find(kPlaceOpen, last)) {
-    size_t close = text.find(kPlaceClose, open);
-    if (close == std::string::npos) break;
-    size_t id = std::stoul(text.substr(open + 1, close - open - 1));
+  for (; open != std::string::npos; open = text.find(kPlaceOpen, open + 1)) {
+    // Only an open byte, digits and a close byte are a placeholder; any other
+    // use of the byte (a model literal holding it) stays as written.
+    size_t close = open + 1;
+    size_t id = 0;
+    while (close < text.size() && std::isdigit(static_cast<unsigned char>(text[close])))
+      id = id * 10 + static_cast<size_t>(text[close++] - '0');
+    if (close == open + 1 || close >= text.size() || text[close] != kPlaceClose) continue;
     out.append(text, last, open - last);
     out += id < g.ops.size() ? place_text(g.ops[id]) : "?";
     last = close + 1;
+    open = close;
   }
   out.append(text, last, std::string::npos);
   return out;

@@ -10,6 +10,7 @@
 #include "match/match_memo.h"
 #include "match/pattern_needs.h"
 #include "match/target_index.h"
+#include "match/value_view.h"
 #include "match_support.h"
 
 namespace npufuse::match {
@@ -149,6 +150,26 @@ TEST(MatchMemo, AReplayNamesThePlacesOfTheGraphAtHand) {
   });
   // The places differ wherever something is told, so the comparison can fail.
   EXPECT_GT(told_somewhere, 20);
+}
+
+TEST(MatchMemo, PlaceholdersResolvePerGraphAndOtherBytesStay) {
+  auto loaded = testing::load_graphs(std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/model.py");
+  ASSERT_FALSE(loaded->graphs.empty());
+  const model::FunctionDataflow& g = loaded->graphs.front();
+  ASSERT_GT(g.ops.size(), 3u);
+  std::string symbolic;
+  {
+    SymbolicPlaces scope(g);
+    symbolic = "at " + where(g.ops[3]);
+  }
+  const std::string real = "at " + where(g.ops[3]);
+  EXPECT_NE(symbolic, real);
+  EXPECT_NE(real.find(".py:"), std::string::npos) << real;
+  const std::string stray = " \x1fx\x1e \x1f12";  // a model literal could hold the byte
+  EXPECT_EQ(resolve_places(symbolic + stray, g), real + stray);
+  model::FunctionDataflow moved = g;
+  for (model::DataflowOp& op : moved.ops) op.line += 100;
+  EXPECT_EQ(resolve_places(symbolic, moved), "at " + where(moved.ops[3]));
 }
 
 TEST(MatchMemo, KeyIgnoresPlacesButNotComputation) {
