@@ -48,10 +48,10 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
       if (op.cls == model::OpClass::Input && !op.attrs.empty()) p.parameters.push_back(op.attrs[0]);
     p.anchors = p.graph.returns;
     for (const model::DataflowOp& op : p.graph.ops) p.compared_arguments.push_back(compared_arguments(p.graph, op, false));
+    p.readers = p.graph.consumers_by_value();
     for (size_t v = 0; v < p.graph.values.size(); ++v) {
       p.constants.push_back(constant_of(p.graph, static_cast<int>(v)));
       p.size_expressions.push_back(is_size_expression(p.graph, static_cast<int>(v)) ? 1 : 0);
-      p.readers.push_back(p.graph.consumers(static_cast<int>(v)));
     }
     p.options = options;
     if (auto reason = options.lookalikes.find(p.alternative); reason != options.lookalikes.end()) {

@@ -723,7 +723,6 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     }
   }
 
-
   // Which results are kept is decided on ops alone; only those kept are
   // made the target's (its files and lines, its class hints).
   // One match per place and rule: the widest, then the first alternative.

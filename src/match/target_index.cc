@@ -2,16 +2,9 @@
 
 namespace npufuse::match {
 
-TargetIndex::TargetIndex(const model::FunctionDataflow& graph) : g(graph) {
-  readers.resize(g.values.size());
+TargetIndex::TargetIndex(const model::FunctionDataflow& graph) : g(graph), readers(graph.consumers_by_value()) {
   returned.assign(g.values.size(), 0);
-  for (const model::DataflowOp& op : g.ops) {
-    by_name[op.name].push_back(op.id);
-    for (int in : op.inputs) {
-      auto& r = readers[static_cast<size_t>(in)];
-      if (r.empty() || r.back() != op.id) r.push_back(op.id);
-    }
-  }
+  for (const model::DataflowOp& op : g.ops) by_name[op.name].push_back(op.id);
   for (int v : g.returns) returned[static_cast<size_t>(v)] = 1;
 }
 

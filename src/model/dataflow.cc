@@ -31,6 +31,17 @@ std::vector<int> FunctionDataflow::consumers(int v) const {
   return out;
 }
 
+std::vector<std::vector<int>> FunctionDataflow::consumers_by_value() const {
+  std::vector<std::vector<int>> out(values.size());
+  for (const DataflowOp& op : ops)
+    for (int in : op.inputs) {
+      if (in < 0 || static_cast<size_t>(in) >= out.size()) continue;
+      std::vector<int>& readers = out[static_cast<size_t>(in)];
+      if (readers.empty() || readers.back() != op.id) readers.push_back(op.id);  // an op reading it twice is one reader
+    }
+  return out;
+}
+
 std::vector<int> FunctionDataflow::unresolved_calls() const {
   std::vector<int> out;
   for (const DataflowOp& op : ops)

@@ -88,8 +88,10 @@ struct FunctionDataflow {
   std::vector<DataflowValue> values;
   std::vector<int> returns;  // value ids returned (each return statement's values)
 
-  // Ops that read value `v`.
+  // Ops that read value `v`, each once, in op order.
   std::vector<int> consumers(int v) const;
+  // consumers(v) for every value, by value id, worked out in one pass.
+  std::vector<std::vector<int>> consumers_by_value() const;
   const DataflowOp& producer_of(int v) const { return ops[static_cast<size_t>(values[static_cast<size_t>(v)].producer)]; }
   // Ops whose callee could not be resolved statically.
   std::vector<int> unresolved_calls() const;

@@ -40,18 +40,7 @@ bool is_norm_anchor(const DataflowOp& o) {
 }
 
 const std::vector<int>& BlockGraph::consumers(int value) const {
-  if (readers_.empty()) {
-    readers_.resize(g.values.size());
-    for (const DataflowOp& o : g.ops)
-      for (size_t i = 0; i < o.inputs.size(); ++i) {
-        const int in = o.inputs[i];
-        // An op that reads the value twice is one reader, as in g.consumers().
-        if (in < 0 || static_cast<size_t>(in) >= readers_.size() ||
-            std::find(o.inputs.begin(), o.inputs.begin() + static_cast<std::ptrdiff_t>(i), in) != o.inputs.begin() + static_cast<std::ptrdiff_t>(i))
-          continue;
-        readers_[static_cast<size_t>(in)].push_back(o.id);
-      }
-  }
+  if (readers_.empty()) readers_ = g.consumers_by_value();
   static const std::vector<int> none;
   return value >= 0 && static_cast<size_t>(value) < readers_.size() ? readers_[static_cast<size_t>(value)] : none;
 }

@@ -12,21 +12,21 @@ namespace npufuse::plan {
 
 ChainParts chain_parts(const MatchSite& site, model::FunctionIndex* index) {
   const model::FunctionDataflow& g = *site.match.target;
+  // A file's functions, from the model's index when there is one.
   std::map<const model::ModelFile*, std::vector<model::FunctionRange>> functions;
+  auto functions_of = [&](const model::ModelFile& file) -> const std::vector<model::FunctionRange>& {
+    if (index) return index->of(file);
+    auto [it, fresh] = functions.try_emplace(&file);
+    if (fresh) it->second = model::functions_of(file);
+    return it->second;
+  };
   // (file, function) -> the lines the chain's ops take there.
   std::map<std::pair<std::string, std::string>, Location> by_function;
   std::string primary_key;
   auto place = [&](const model::DataflowOp& op) -> std::pair<std::string, std::string> {
     const model::ModelFile* file = op.file ? op.file : g.file;
     if (!file) return {"", ""};
-    const model::FunctionRange* f = nullptr;
-    if (index) {
-      f = model::function_at_line(index->of(*file), op.line);
-    } else {
-      auto [it, fresh] = functions.try_emplace(file);
-      if (fresh) it->second = model::functions_of(*file);
-      f = model::function_at_line(it->second, op.line);
-    }
+    const model::FunctionRange* f = model::function_at_line(functions_of(*file), op.line);
     return {file->path, f ? f->qualified : ""};
   };
   std::vector<std::pair<Location, std::string>> lines;
