@@ -1,40 +1,42 @@
 #include "match/match_memo.h"
 
-#include <fmt/format.h>
+#include <xxhash.h>
 
 #include <cstdint>
+#include <string>
 
 namespace npufuse::match {
 
 namespace {
 
-// The key is built for every graph of a scan, so it is appended as raw
-// bytes: numbers as their four bytes, texts and lists length-first. It is
-// never shown.
-void put_int(fmt::memory_buffer& out, long long v) {
+// The key's bytes are written for every graph of a scan, so they are
+// appended raw: numbers as their four bytes, texts and lists length-first,
+// so that no two different graphs give the same bytes. Only their digest is
+// kept.
+void put_int(std::string& out, long long v) {
   const auto n = static_cast<int32_t>(v);
-  const char* bytes = reinterpret_cast<const char*>(&n);
-  out.append(bytes, bytes + sizeof n);
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
 }
 
-// Length-prefixed, so that no two different graphs give the same text.
-void put(fmt::memory_buffer& out, std::string_view s) {
+void put(std::string& out, std::string_view s) {
   put_int(out, static_cast<long long>(s.size()));
-  out.append(s.data(), s.data() + s.size());
+  out.append(s.data(), s.size());
 }
 
-void put(fmt::memory_buffer& out, const std::vector<int>& ids) {
+void put(std::string& out, const std::vector<int>& ids) {
   put_int(out, static_cast<long long>(ids.size()));
-  const char* bytes = reinterpret_cast<const char*>(ids.data());
   static_assert(sizeof(int) == sizeof(int32_t));
-  out.append(bytes, bytes + ids.size() * sizeof(int));
+  out.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(int));
 }
 
 }  // namespace
 
-std::string MatchMemo::key_of(const model::FunctionDataflow& g, const MatchOptions& options) {
-  fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "share {} early {};", options.near_miss_min_share, options.rule_out_early ? 1 : 0);
+MemoKey MatchMemo::key_of(const model::FunctionDataflow& g, const MatchOptions& options) {
+  // One buffer per thread, kept between graphs: its capacity is reused.
+  thread_local std::string out;
+  out.clear();
+  out.append(reinterpret_cast<const char*>(&options.near_miss_min_share), sizeof options.near_miss_min_share);
+  out.push_back(options.rule_out_early ? 'e' : '-');
   put_int(out, static_cast<long long>(g.values.size()));
   for (const model::DataflowValue& v : g.values) {
     put(out, v.name);
@@ -55,10 +57,11 @@ std::string MatchMemo::key_of(const model::FunctionDataflow& g, const MatchOptio
     put(out, op.outputs);
   }
   put(out, g.returns);
-  return fmt::to_string(out);
+  const XXH128_hash_t digest = XXH3_128bits(out.data(), out.size());
+  return MemoKey{digest.low64, digest.high64};
 }
 
-std::shared_ptr<const MatchMemo::Outcomes> MatchMemo::find(const std::string& key) const {
+std::shared_ptr<const MatchMemo::Outcomes> MatchMemo::find(const MemoKey& key) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = outcomes_.find(key);
   if (it == outcomes_.end()) return nullptr;
@@ -66,10 +69,10 @@ std::shared_ptr<const MatchMemo::Outcomes> MatchMemo::find(const std::string& ke
   return it->second;
 }
 
-void MatchMemo::remember(std::string key, Outcomes outcomes) {
+void MatchMemo::remember(const MemoKey& key, Outcomes outcomes) {
   auto kept = std::make_shared<const Outcomes>(std::move(outcomes));
   std::lock_guard<std::mutex> lock(mutex_);
-  outcomes_.emplace(std::move(key), std::move(kept));
+  outcomes_.emplace(key, std::move(kept));
 }
 
 size_t MatchMemo::size() const {

@@ -16,8 +16,14 @@
 // the file's own code define the call?) is walked again instead, from the
 // starts that gave something.
 //
+// The key is a 128-bit XXH3 digest of those bytes (Debian libxxhash-dev):
+// the bytes of a big graph run to a hundred kilobytes, and keeping,
+// hashing and comparing them whole was a tenth of a scan's matching. Two
+// different graphs share a digest with a chance of about 2^-128 per pair.
+//
 // One memo serves one compiled pattern set; it may be shared between
 // threads.
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +59,16 @@ struct PatternOutcome {
   std::vector<int> starts;
 };
 
+// The digest of what a walk over a graph reads (MatchMemo::key_of).
+struct MemoKey {
+  uint64_t low = 0, high = 0;
+  bool operator==(const MemoKey&) const = default;
+};
+
+struct MemoKeyHash {
+  size_t operator()(const MemoKey& k) const { return static_cast<size_t>(k.low); }
+};
+
 class MatchMemo {
  public:
   // In pattern order, only the patterns that gave something or are walked
@@ -64,11 +80,11 @@ class MatchMemo {
   bool serves(const std::vector<Pattern>& patterns) const { return &patterns == patterns_; }
 
   // What a walk over `g` reads, with the options that decide what is kept.
-  static std::string key_of(const model::FunctionDataflow& g, const MatchOptions& options);
+  static MemoKey key_of(const model::FunctionDataflow& g, const MatchOptions& options);
 
   // The outcomes recorded for `key`, or null.
-  std::shared_ptr<const Outcomes> find(const std::string& key) const;
-  void remember(std::string key, Outcomes outcomes);
+  std::shared_ptr<const Outcomes> find(const MemoKey& key) const;
+  void remember(const MemoKey& key, Outcomes outcomes);
 
   size_t size() const;  // graphs remembered
   size_t hits() const;  // finds answered
@@ -76,7 +92,7 @@ class MatchMemo {
  private:
   const std::vector<Pattern>* patterns_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const Outcomes>> outcomes_;
+  std::unordered_map<MemoKey, std::shared_ptr<const Outcomes>, MemoKeyHash> outcomes_;
   mutable size_t hits_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -409,7 +410,7 @@ std::string explained(const Pattern& p, const std::string& finding) {
 
 // RULE["match"]["already_fused"]: model ops that are already the fused form
 // of the pattern, told as near-misses so the user sees why nothing is offered.
-void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<KeptNearMiss>& misses) {
+void add_already_fused(const Pattern& p, const TargetIndex& index, const std::function<void(KeptNearMiss&&)>& keep) {
   for (const std::string& name : p.options.already_fused)
     for (int id : index.ops_named(name)) {
       const DataflowOp& op = index.g.ops[static_cast<size_t>(id)];
@@ -421,7 +422,7 @@ void add_already_fused(const Pattern& p, const TargetIndex& index, std::vector<K
       n.finding = fmt::format("{} at {} already computes this as one fused call", describe_op(op), where(op));
       n.reason = explained(p, n.finding);
       kept.span_ops = {id};
-      misses.push_back(std::move(kept));
+      keep(std::move(kept));
     }
 }
 
@@ -547,8 +548,14 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     if (!index_storage) index_storage.emplace(target);
     return *index_storage;
   };
-  std::vector<KeptMatch> found;
-  std::vector<KeptNearMiss> misses;
+  // What the patterns gave, in pattern order: kept here when walked on this
+  // graph, else in the memo's record that `replay` holds (not copied).
+  std::deque<KeptMatch> own_found;
+  std::deque<KeptNearMiss> own_misses;
+  std::vector<const KeptMatch*> found;
+  std::vector<const KeptNearMiss*> misses;
+  auto keep_match = [&](KeptMatch&& k) { found.push_back(&own_found.emplace_back(std::move(k))); };
+  auto keep_miss = [&](KeptNearMiss&& k) { misses.push_back(&own_misses.emplace_back(std::move(k))); };
   // One walk from model op `cand`, with what follows from it: a match, a
   // near-miss told, or nothing. True when it gave a match or a near-miss
   // (or matched and was then dropped): the walks a memo replays.
@@ -583,7 +590,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
           if (id >= 0) kept.span_ops.push_back(id);
         if (a.failed_at >= 0) kept.span_ops.push_back(a.failed_at);
         std::sort(kept.span_ops.begin(), kept.span_ops.end());
-        misses.push_back(std::move(kept));
+        keep_miss(std::move(kept));
         return true;
       }
       return false;
@@ -599,7 +606,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       n.matched_steps = n.pattern_steps = std::max(p.steps, 1);
       kept.span_ops = ops;
       kept.lookalike_ops = ops;
-      misses.push_back(std::move(kept));
+      keep_miss(std::move(kept));
       return true;
     }
     KeptMatch kept;
@@ -648,7 +655,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       if (!is_index_bookkeeping(target, target.ops[static_cast<size_t>(id)])) kept.span_ops.push_back(id);
     // Class hints raise it per graph (made_for).
     m.confidence = p.steps > 0 ? 1.0 - 0.5 * a.optional_skipped / p.steps : 1.0;
-    found.push_back(std::move(kept));
+    keep_match(std::move(kept));
     return true;
   };
 
@@ -656,14 +663,14 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   std::vector<char> present;
   // A graph the memo has seen (the same code in another file or model)
   // takes over what each pattern gave there.
-  std::string memo_key;
+  std::optional<MemoKey> memo_key;
   std::shared_ptr<const MatchMemo::Outcomes> replay;
   size_t replay_at = 0;  // the next outcome of `replay`
   static const PatternOutcome gave_nothing;
   MatchMemo::Outcomes outcomes;  // per pattern while recording
   if (options.memo && options.memo->serves(patterns)) {
     memo_key = MatchMemo::key_of(target, options);
-    replay = options.memo->find(memo_key);
+    replay = options.memo->find(*memo_key);
     if (!replay) outcomes.resize(patterns.size());
   }
   for (size_t pattern_index = 0; pattern_index < patterns.size(); ++pattern_index) {
@@ -673,13 +680,13 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       recorded = &gave_nothing;
       if (replay_at < replay->size() && (*replay)[replay_at].pattern == pattern_index) recorded = &(*replay)[replay_at++];
       if (!recorded->rewalk) {
-        found.insert(found.end(), recorded->matches.begin(), recorded->matches.end());
-        misses.insert(misses.end(), recorded->near_misses.begin(), recorded->near_misses.end());
+        for (const KeptMatch& k : recorded->matches) found.push_back(&k);
+        for (const KeptNearMiss& k : recorded->near_misses) misses.push_back(&k);
         continue;
       }
     }
     const size_t found_before = found.size();
-    if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index(), misses);
+    if (&p == &patterns.front() || rule_id(p) != rule_id(*(&p - 1))) add_already_fused(p, index(), keep_miss);
     const int start = start_op(p);
     const double near_miss_at = near_miss_threshold(p, options);
     bool walk = start >= 0;
@@ -718,7 +725,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       if (kept.rewalk) {
         kept.starts = std::move(gave);
       } else {
-        kept.matches.assign(found.begin() + static_cast<std::ptrdiff_t>(found_before), found.end());
+        for (size_t i = found_before; i < found.size(); ++i) kept.matches.push_back(*found[i]);
       }
     }
   }
@@ -728,7 +735,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   // One match per place and rule: the widest, then the first alternative.
   std::vector<const KeptMatch*> by_width;
   by_width.reserve(found.size());
-  for (const KeptMatch& k : found) by_width.push_back(&k);
+  for (const KeptMatch* k : found) by_width.push_back(k);
   std::stable_sort(by_width.begin(), by_width.end(),
                    [](const KeptMatch* a, const KeptMatch* b) { return a->match.ops.size() > b->match.ops.size(); });
   for (const KeptMatch* k : by_width) {
@@ -746,12 +753,12 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   // Ops each look-alike match covers, by rule: a failed walk of the rule
   // starting there is told by the look-alike instead.
   std::vector<std::pair<const std::string*, const std::vector<int>*>> lookalike_ops;
-  for (const KeptNearMiss& k : misses)
-    if (!k.lookalike_ops.empty()) lookalike_ops.emplace_back(&rule_id(*k.trace.pattern), &k.lookalike_ops);
+  for (const KeptNearMiss* k : misses)
+    if (!k->lookalike_ops.empty()) lookalike_ops.emplace_back(&rule_id(*k->trace.pattern), &k->lookalike_ops);
   // Near-misses: not where the same rule matched; one per rule and start op, the deepest.
   std::vector<const KeptNearMiss*> by_depth;
   by_depth.reserve(misses.size());
-  for (const KeptNearMiss& k : misses) by_depth.push_back(&k);
+  for (const KeptNearMiss* k : misses) by_depth.push_back(k);
   std::stable_sort(by_depth.begin(), by_depth.end(), [](const KeptNearMiss* a, const KeptNearMiss* b) {
     return a->trace.matched_steps * b->trace.pattern_steps > b->trace.matched_steps * a->trace.pattern_steps;
   });
@@ -779,19 +786,20 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
   result.near_misses.reserve(told.size());
   for (const KeptNearMiss* k : told) result.near_misses.push_back(made_for(*k, target));
 
-  if (!memo_key.empty() && !replay) {
+  if (memo_key && !replay) {
     // Each pattern keeps its tellable near-misses, in the order it gave them;
     // a look-alike's is kept whatever it tells, for the ops it covers.
-    std::vector<char> keep(misses.size(), 0);
-    for (const KeptNearMiss* k : tellable) keep[static_cast<size_t>(k - misses.data())] = 1;
+    // Nothing was replayed, so every near-miss is one of `own_misses`, in order.
+    std::sort(tellable.begin(), tellable.end());
     for (PatternOutcome& o : outcomes) o.near_misses.clear();
-    for (size_t i = 0; i < misses.size(); ++i) {
-      PatternOutcome& o = outcomes[static_cast<size_t>(misses[i].trace.pattern - patterns.data())];
-      if (!o.rewalk && (keep[i] || !misses[i].lookalike_ops.empty())) o.near_misses.push_back(std::move(misses[i]));
+    for (KeptNearMiss& k : own_misses) {
+      PatternOutcome& o = outcomes[static_cast<size_t>(k.trace.pattern - patterns.data())];
+      const bool keep = std::binary_search(tellable.begin(), tellable.end(), static_cast<const KeptNearMiss*>(&k));
+      if (!o.rewalk && (keep || !k.lookalike_ops.empty())) o.near_misses.push_back(std::move(k));
     }
     std::erase_if(outcomes, [](const PatternOutcome& o) { return !o.rewalk && o.matches.empty() && o.near_misses.empty(); });
     outcomes.shrink_to_fit();  // one slot per pattern was reserved while recording
-    options.memo->remember(std::move(memo_key), std::move(outcomes));
+    options.memo->remember(*memo_key, std::move(outcomes));
   }
   return result;
 }

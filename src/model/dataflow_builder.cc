@@ -104,7 +104,20 @@ class Builder {
   }
 
  private:
-  int line_of(const ast::Node* n) const { return n ? file_->parsed->source.line_col(n->begin).line : 0; }
+  int line_of(const ast::Node* n) { return n ? line_at(n->begin) : 0; }
+
+  // The line holding byte `offset` of the current file. Ops come in source
+  // order, mostly several to a line, so the last line found is tried first.
+  int line_at(uint32_t offset) {
+    if (line_file_ != file_ || offset < line_begin_ || offset >= line_end_) {
+      const frontend::SourceFile& src = file_->parsed->source;
+      line_file_ = file_;
+      line_ = src.line_col(offset).line;
+      line_begin_ = src.line_start(line_);
+      line_end_ = line_ < src.line_count() ? src.line_start(line_ + 1) : UINT32_MAX;
+    }
+    return line_;
+  }
 
   int new_value(const std::string& name, int producer) {
     DataflowValue v;
@@ -126,7 +139,7 @@ class Builder {
     op.attrs = std::move(attrs);
     op.in_place = in_place;
     op.line = line_of(at);
-    op.end_line = at ? file_->parsed->source.line_col(at->end > at->begin ? at->end - 1 : at->begin).line : 0;
+    op.end_line = at ? line_at(at->end > at->begin ? at->end - 1 : at->begin) : 0;
     op.file = file_;
     if (at) {
       op.begin = at->begin;
@@ -1329,6 +1342,10 @@ class Builder {
   std::vector<std::string> conditions_;  // changed through push_condition / pop_conditions
   std::string condition_joined_;
   bool condition_stale_ = false;
+  // line_at's last answer: the line and its byte range in `line_file_`.
+  const ModelFile* line_file_ = nullptr;
+  int line_ = 0;
+  uint32_t line_begin_ = 0, line_end_ = 0;
 };
 
 }  // namespace

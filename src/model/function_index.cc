@@ -1,5 +1,7 @@
 #include "model/function_index.h"
 
+#include <algorithm>
+
 namespace npufuse::model {
 namespace {
 
@@ -45,12 +47,16 @@ std::vector<FunctionRange> functions_of(const ModelFile& file) {
 }
 
 const FunctionRange* function_at_line(const std::vector<FunctionRange>& functions, int line) {
-  const FunctionRange* best = nullptr;
-  for (const FunctionRange& f : functions)
-    if (f.first_line <= line && line <= f.last_line &&
-        (!best || f.last_line - f.first_line < best->last_line - best->first_line))
-      best = &f;
-  return best;
+  // functions_of lists functions in source order, a nested one after the
+  // function holding it, so the innermost function holding `line` is the
+  // last one that starts at or before it and has not ended.
+  auto after = std::upper_bound(functions.begin(), functions.end(), line,
+                                [](int l, const FunctionRange& f) { return l < f.first_line; });
+  while (after != functions.begin()) {
+    --after;
+    if (line <= after->last_line) return &*after;
+  }
+  return nullptr;
 }
 
 const FunctionRange* function_around(const std::vector<FunctionRange>& functions, uint32_t begin, uint32_t end) {

@@ -546,11 +546,17 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     if (!told.insert(fmt::format("{}@{}:{}", rule, where.file, where.start_line)).second) continue;
     bool same_rule_matched = false;
     std::vector<Candidate*> others;
+    // The function the near-miss lies in, looked up once (near_miss_in_function).
+    const model::SourceSpan& at = n.trace.spans.front();
+    const model::FunctionRange* in_function = functions ? functions->at_line(at.file, at.line) : nullptr;
+    auto same_function = [&](const Location& p) {
+      return !functions || (at.file == p.file && in_function == functions->at_line(p.file, p.start_line));
+    };
     for (Candidate& c : candidates) {
       bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
         return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
                            [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); }) &&
-               near_miss_in_function(n, p, functions);
+               same_function(p);
       });
       if (!touches) continue;
       if (c.rule == rule) same_rule_matched = true;

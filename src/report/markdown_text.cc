@@ -11,10 +11,13 @@ std::string one_line(const std::string& s) {
 }
 
 std::string cell(const std::string& s) {
+  // Most cells hold no newline and no bar: copied whole.
+  if (s.find_first_of("\n\r|") == std::string::npos) return s;
   std::string out;
-  out.reserve(s.size());
-  for (char ch : one_line(s)) {
-    if (ch == '|') out += '\\';
+  out.reserve(s.size() + 8);
+  for (char ch : s) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+    else if (ch == '|') out += '\\';
     out += ch;
   }
   return out;

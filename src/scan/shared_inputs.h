@@ -16,7 +16,8 @@ struct SharedInputs {
   catalog::Catalog catalog;
   // sha256 over every rule, catalog and reference-chain file (path and
   // bytes): a cached plan made with other rules, another catalog or other
-  // chains is never reused.
+  // chains is never reused. Empty when loaded without one (a scan that
+  // keeps no cache has no use for it).
   std::string fingerprint;
   // The rules compiled into patterns once for the whole scan.
   plan::CompiledPatterns patterns;
@@ -24,9 +25,10 @@ struct SharedInputs {
   // copied code is matched in full once (match/match_memo.h).
   std::shared_ptr<match::MatchMemo> memo;
 
-  // Embedded copies unless a directory is given. Throws rules::RuleError,
-  // catalog::CatalogError or FileError.
-  static SharedInputs load(const std::string& rules_dir, const std::string& catalog_dir);
+  // Embedded copies unless a directory is given. The catalog is read on a
+  // second thread while the rules are read and compiled. Throws
+  // rules::RuleError, catalog::CatalogError or FileError.
+  static SharedInputs load(const std::string& rules_dir, const std::string& catalog_dir, bool with_fingerprint = true);
 };
 
 }  // namespace npufuse::scan

@@ -78,7 +78,7 @@ ScanReport run_tree_scan(const ScanOptions& o) {
   std::vector<ModelFolder> folders = find_model_folders(o.root, {o.out_dir, cache_dir});
   if (folders.empty()) throw std::invalid_argument(o.root + ": no model folder (model.py or modeling_*.py) below it");
 
-  SharedInputs shared = SharedInputs::load(o.analysis.rules_dir, o.analysis.catalog_dir);
+  SharedInputs shared = SharedInputs::load(o.analysis.rules_dir, o.analysis.catalog_dir, /*with_fingerprint=*/o.use_cache);
   std::error_code ec;
   fs::create_directories(o.out_dir, ec);
   if (!fs::is_directory(o.out_dir, ec)) throw FileError(o.out_dir + ": cannot create the output folder");
