@@ -3,7 +3,7 @@
 # Sourced by scripts/demo.sh and scripts/test.sh.
 set -euo pipefail
 NPUFUSE_PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev libfmt-dev libcli11-dev nlohmann-json3-dev
-  libtomlplusplus-dev libssl-dev libxxhash-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev pkg-config python3 python3-torch
+  libtomlplusplus-dev libssl-dev libxxhash-dev rapidjson-dev libjemalloc-dev libgtest-dev libgmock-dev libbenchmark-dev pkg-config python3 python3-torch
   python3-jsonschema)
 missing=()
 for p in "${NPUFUSE_PACKAGES[@]}"; do

@@ -48,7 +48,7 @@ std::string render_sarif(const plan::Plan& plan, const AnalyzeCliOptions& o, rep
 
 std::string render(const plan::Plan& plan, const AnalyzeCliOptions& o) {
   report::Lang lang = o.lang == "zh" ? report::Lang::Zh : report::Lang::En;
-  if (o.format == "json") return report::plan_to_json(plan).dump(2) + "\n";
+  if (o.format == "json") return report::plan_json_text(plan);
   if (o.format == "sarif") return render_sarif(plan, o, lang);
   if (o.format == "html") return report::render_html_report(plan, lang);
   return report::plan_to_markdown(plan, lang);

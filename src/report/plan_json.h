@@ -15,6 +15,11 @@ inline constexpr int kPlanSchemaVersion = 2;
 
 nlohmann::json plan_to_json(const plan::Plan& plan);
 
+// The same plan as text: exactly plan_to_json(plan).dump(2) and a newline,
+// written without building the document (plan_json_text.cc). What
+// `analyze --format json` prints and a tree scan writes per model.
+std::string plan_json_text(const plan::Plan& plan);
+
 // A plan file that does not follow the schema: the message names the JSON
 // path of the first offending field ("candidates[3].status: ...").
 class PlanFormatError : public std::runtime_error {

@@ -8,6 +8,7 @@
 #include "plan/analyze.h"
 #include "report/plan_json.h"
 #include "report/plan_markdown.h"
+#include "scan/scan_summary.h"
 
 namespace npufuse::scan {
 
@@ -32,8 +33,9 @@ ModelResult analyze_model(const ModelFolder& folder, const ScanOptions& options,
 
     plan::Plan plan = plan::build_plan(in);
     if (plan.tool_version.empty()) plan.tool_version = options.tool_version;
-    result.plan = report::plan_to_json(plan);
+    result.plan_json = report::plan_json_text(plan);
     result.markdown = report::plan_to_markdown(plan, options.lang == "zh" ? report::Lang::Zh : report::Lang::En);
+    result.candidates = summarise_candidates(plan);
   } catch (const frontend::SyntaxError& e) {
     result.failed = true;
     result.error = e.diagnostic().format();
@@ -43,7 +45,11 @@ ModelResult analyze_model(const ModelFolder& folder, const ScanOptions& options,
     result.failed = true;
     result.error = e.what();
   }
-  if (result.failed) result.plan = nullptr;
+  if (result.failed) {
+    result.plan_json.clear();
+    result.markdown.clear();
+    result.candidates.clear();
+  }
   return result;
 }
 

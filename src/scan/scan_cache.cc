@@ -1,5 +1,7 @@
 #include "scan/scan_cache.h"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <system_error>
 
@@ -12,7 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kEntryFormat = "npufuse-scan-cache/1";
+// 2: the plan is kept as the text written, with the candidates the summary reads.
+constexpr const char* kEntryFormat = "npufuse-scan-cache/2";
 
 void append_field(std::string& out, const std::string& s) {
   out += std::to_string(s.size());
@@ -63,8 +66,9 @@ std::optional<ModelResult> ScanCache::load(const std::string& key) const {
     ModelResult r;
     r.name = j.at("name").get<std::string>();
     r.failed = j.at("failed").get<bool>();
-    r.plan = j.at("plan");
+    r.plan_json = j.at("plan_json").get<std::string>();
     r.markdown = j.at("markdown").get<std::string>();
+    for (const auto& c : j.at("candidates")) r.candidates.push_back({c.at(0), c.at(1), c.at(2)});
     r.error = j.at("error").get<std::string>();
     r.from_cache = true;
     return r;
@@ -74,9 +78,11 @@ std::optional<ModelResult> ScanCache::load(const std::string& key) const {
 }
 
 void ScanCache::store(const std::string& key, const ModelResult& r) const {
-  nlohmann::json j = {{"format", kEntryFormat}, {"key", key},           {"name", r.name},
-                      {"failed", r.failed},     {"plan", r.plan},       {"markdown", r.markdown},
-                      {"error", r.error}};
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const CandidateSummary& c : r.candidates) candidates.push_back({c.module, c.api, c.status});
+  nlohmann::json j = {{"format", kEntryFormat}, {"key", key},       {"name", r.name},
+                      {"failed", r.failed},     {"plan_json", r.plan_json}, {"markdown", r.markdown},
+                      {"candidates", std::move(candidates)}, {"error", r.error}};
   try {
     std::string path = path_of(key);
     std::error_code ec;

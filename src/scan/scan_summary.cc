@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "report/plan_names.h"
+
 #include <map>
 #include <utility>
 
@@ -23,11 +25,11 @@ size_t status_rank(const std::string& status) {
   return order.size();
 }
 
-std::string opportunity_api(const nlohmann::json& candidate) {
+std::string opportunity_api(const std::vector<std::string>& apis) {
   std::string api;
-  for (const auto& a : candidate.value("apis", nlohmann::json::array())) {
+  for (const std::string& a : apis) {
     if (!api.empty()) api += "+";
-    api += a.get<std::string>();
+    api += a;
   }
   return api.empty() ? "-" : api;
 }
@@ -49,12 +51,10 @@ nlohmann::json model_row(const ModelResult& r) {
   nlohmann::json statuses = nlohmann::json::object();
   for (const auto& s : status_order()) statuses[s] = 0;
   std::map<std::string, nlohmann::json> cells;
-  static const nlohmann::json no_candidates = nlohmann::json::array();
-  auto listed = r.plan.find("candidates");
-  for (const auto& c : listed != r.plan.end() ? *listed : no_candidates) {
-    std::string status = c.value("status", "");
+  for (const CandidateSummary& c : r.candidates) {
+    const std::string& status = c.status;
     statuses[status] = statuses.value(status, 0) + 1;
-    std::string key = c.value("module", "") + "/" + opportunity_api(c);
+    std::string key = c.module + "/" + c.api;
     auto [it, fresh] = cells.try_emplace(key, nlohmann::json{{"status", status}, {"count", 0}});
     if (status_rank(status) < status_rank(it->second["status"].get<std::string>())) it->second["status"] = status;
     it->second["count"] = it->second["count"].get<int>() + 1;
@@ -62,6 +62,14 @@ nlohmann::json model_row(const ModelResult& r) {
   row["statuses"] = statuses;
   row["opportunities"] = nlohmann::json(cells);
   return row;
+}
+
+std::vector<CandidateSummary> summarise_candidates(const plan::Plan& plan) {
+  std::vector<CandidateSummary> out;
+  out.reserve(plan.candidates.size());
+  for (const plan::Candidate& c : plan.candidates)
+    out.push_back({c.module, opportunity_api(c.apis), report::status_word(c.status)});
+  return out;
 }
 
 namespace {

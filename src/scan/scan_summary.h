@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/plan.h"
 #include "scan/model_result.h"
 
 namespace npufuse::scan {
@@ -25,6 +26,9 @@ struct ScanCounts {
 // per opportunity, or its error. Made as soon as the model is done, so that a
 // scan of a thousand models never holds a thousand plans.
 nlohmann::json model_row(const ModelResult& result);
+
+// A plan's candidates as the summary reads them (ModelResult::candidates).
+std::vector<CandidateSummary> summarise_candidates(const plan::Plan& plan);
 
 ScanCounts count_rows(const std::vector<nlohmann::json>& rows);
 

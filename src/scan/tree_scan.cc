@@ -33,7 +33,7 @@ void write_plans(const std::string& out_dir, const ModelResult& r) {
     return;
   }
   fs::create_directories(json_path.parent_path(), ec);
-  write_file_atomic(json_path.string(), r.plan.dump(2) + "\n", Flush::RenameOnly);
+  write_file_atomic(json_path.string(), r.plan_json, Flush::RenameOnly);
   write_file_atomic(md_path.string(), r.markdown, Flush::RenameOnly);
 }
 

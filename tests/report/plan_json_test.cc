@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "plan/analyze.h"
 #include "report/plan_json.h"
 #include "sample_plan.h"
 
@@ -101,6 +102,51 @@ TEST(PlanJson, UnknownCheckAnswerIsRefused) {
   json j = plan_to_json(testing::sample_plan());
   j["candidates"][0]["checks"][0]["answer"] = "probably";
   EXPECT_NE(error_of(j).find("candidates[0].checks[0]: answer 'probably'"), std::string::npos) << error_of(j);
+}
+
+}  // namespace
+}  // namespace npufuse::report
+
+namespace npufuse::report {
+namespace {
+
+// plan_json_text writes the plan without the document: its text must be
+// what the document dumps, byte for byte.
+std::string dumped(const plan::Plan& p) { return plan_to_json(p).dump(2) + "\n"; }
+
+TEST(PlanJsonText, IsTheDocumentDumped) {
+  plan::Plan p = testing::sample_plan();
+  EXPECT_EQ(plan_json_text(p), dumped(p));
+}
+
+TEST(PlanJsonText, SpellsNumbersAndOddCharactersAsTheDocumentDoes) {
+  plan::Plan p = testing::sample_plan();
+  p.facts.set("tiny", 1e-05, "test");
+  p.facts.set("huge", 1e+20, "test");
+  p.facts.set("half", 0.5, "test");
+  p.facts.set("negative_zero", -0.0, "test");
+  p.notes.push_back(std::string("control \x01 \x0b \x1f and \x7f, tab\t, quote \" backslash \\ slash /"));
+  p.notes.push_back("中文 notes, é, and an emoji \xF0\x9F\x99\x82");
+  p.notes.push_back("");
+  p.candidates[0].confidence = 0.55;
+  p.candidates[0].evidence.push_back("line\nbreak\r\nand \b\f");
+  p.assumed_facts.clear();
+  p.candidates[1].title_zh.clear();
+  EXPECT_EQ(plan_json_text(p), dumped(p));
+}
+
+TEST(PlanJsonText, IsTheDocumentDumpedForEveryTestModel) {
+  const std::string models = std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/";
+  for (const char* name : {"llama_like", "qwen3_like", "qwen3_moe_like", "deepseek_v3_like", "deepseek_v32_like",
+                           "gemma_style", "gptj_style", "gpt_oss_like", "hybrid_moe_like", "vllm_style"}) {
+    plan::AnalyzeOptions o;
+    o.paths = {models + name + "/model.py"};
+    o.config = models + name + "/config.json";
+    o.chip = "A2";
+    o.tp = 4;
+    plan::Plan p = plan::analyze(o);
+    EXPECT_EQ(plan_json_text(p), dumped(p)) << name;
+  }
 }
 
 }  // namespace

@@ -2,18 +2,27 @@
 
 #include <gtest/gtest.h>
 
+#include "report/plan_names.h"
+
 namespace npufuse::scan {
 namespace {
 
-nlohmann::json candidate(const std::string& module, std::vector<std::string> apis, const std::string& status) {
-  return {{"module", module}, {"apis", apis}, {"status", status}};
+CandidateSummary candidate(const std::string& module, std::vector<std::string> apis, const std::string& status) {
+  plan::Plan p;
+  plan::Candidate& c = p.candidates.emplace_back();
+  c.module = module;
+  c.apis = std::move(apis);
+  for (plan::Status s : {plan::Status::Candidate, plan::Status::CandidateWithPrerequisites, plan::Status::NotApplicable,
+                         plan::Status::NoFusedOp})
+    if (report::status_word(s) == status) c.status = s;
+  return summarise_candidates(p).at(0);
 }
 
-ModelResult model(const std::string& name, std::vector<nlohmann::json> candidates, bool cached = false) {
+ModelResult model(const std::string& name, std::vector<CandidateSummary> candidates, bool cached = false) {
   ModelResult r;
   r.name = name;
   r.from_cache = cached;
-  r.plan = {{"candidates", candidates}};
+  r.candidates = std::move(candidates);
   return r;
 }
 
