@@ -24,17 +24,17 @@ namespace {
 using Buffer = rapidjson::StringBuffer;
 using Writer = rapidjson::PrettyWriter<Buffer>;
 
-// Texts RapidJSON would spell otherwise than nlohmann: control characters
-// other than \b \t \n \f \r (nlohmann writes \u00xx in lower case,
-// RapidJSON in upper case), and bytes that are no UTF-8 (nlohmann refuses
-// them, RapidJSON copies them). Such a text is handed to nlohmann.
+// Texts RapidJSON would spell otherwise than nlohmann: those with control
+// characters other than \b \t \n \f \r (nlohmann writes \u00xx in lower
+// case, RapidJSON in upper case). Such a text is handed to nlohmann. Bytes
+// that are no UTF-8 are looked for once in the whole text (plan_json_text).
 bool spelled_by_nlohmann(std::string_view s) {
-  bool high = false;
-  for (unsigned char c : s) {
+  bool control = false;
+  for (unsigned char c : s) control |= c < 0x20;  // one pass the compiler vectorises
+  if (!control) return false;
+  for (unsigned char c : s)
     if (c < 0x20 && c != '\b' && c != '\t' && c != '\n' && c != '\f' && c != '\r') return true;
-    high |= c >= 0x80;
-  }
-  return high && frontend::find_invalid_utf8(s) != frontend::kValidUtf8;
+  return false;
 }
 
 class PlanWriter {
@@ -51,10 +51,12 @@ class PlanWriter {
     }
     w_.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
   }
-  // Keys are the plan's own field names and fact names (identifiers).
-  void key(std::string_view k) {
+  // The plan's own field names.
+  void key(std::string_view k) { w_.Key(k.data(), static_cast<rapidjson::SizeType>(k.size())); }
+  // A fact's name, from the config or the code: an identifier, but checked.
+  void name_key(std::string_view k) {
     if (spelled_by_nlohmann(k)) throw std::runtime_error("plan key cannot be written: " + std::string(k.substr(0, 80)));
-    w_.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+    key(k);
   }
   void integer(int64_t v) { w_.Int64(v); }
   void boolean(bool v) { w_.Bool(v); }
@@ -245,7 +247,7 @@ class PlanWriter {
     key("facts");
     begin_object();  // std::map: in the order nlohmann keeps keys
     for (const auto& [name, fact] : p.facts.all()) {
-      key(name);
+      name_key(name);
       begin_object();
       field("provenance", fact.provenance);
       key("value"), value(fact.value);
@@ -287,7 +289,11 @@ class PlanWriter {
 std::string plan_json_text(const plan::Plan& plan) {
   PlanWriter out;
   out.plan(plan);
-  return out.finish();
+  std::string text = out.finish();
+  // A text holding bytes that are no UTF-8 (a file name can): nlohmann
+  // refuses it, as it always did, where RapidJSON would copy the bytes.
+  if (frontend::find_invalid_utf8(text) != frontend::kValidUtf8) return plan_to_json(plan).dump(2) + "\n";
+  return text;
 }
 
 }  // namespace npufuse::report

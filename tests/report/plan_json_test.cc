@@ -133,6 +133,10 @@ TEST(PlanJsonText, SpellsNumbersAndOddCharactersAsTheDocumentDoes) {
   p.assumed_facts.clear();
   p.candidates[1].title_zh.clear();
   EXPECT_EQ(plan_json_text(p), dumped(p));
+  // Bytes that are no UTF-8 (a file name may hold them) are refused as the document refuses them.
+  p.candidates[0].location.file = "model\xff.py";
+  EXPECT_THROW(dumped(p), nlohmann::json::type_error);
+  EXPECT_THROW(plan_json_text(p), nlohmann::json::type_error);
 }
 
 TEST(PlanJsonText, IsTheDocumentDumpedForEveryTestModel) {
