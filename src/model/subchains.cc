@@ -107,10 +107,18 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
   std::vector<ModuleOps> modules;
   std::map<std::string, size_t> index;
   std::vector<int> block_ops;
+  // Ops come in runs of one scope: its module is looked up once per run.
+  const std::string* last_scope = nullptr;
+  std::string top;
+  const ModuleCtor* ctor = nullptr;
+  ModuleRole role = ModuleRole::Unknown;
   for (const DataflowOp& o : bg.g.ops) {
-    std::string top = top_scope(o.scope);
-    const ModuleCtor* ctor = top.empty() ? nullptr : lookup.find(cls, top.substr(5));
-    ModuleRole role = role_of(roles, ctor);
+    if (!last_scope || o.scope != *last_scope) {
+      last_scope = &o.scope;
+      top = top_scope(o.scope);
+      ctor = top.empty() ? nullptr : lookup.find(cls, top.substr(5));
+      role = role_of(roles, ctor);
+    }
     bool chain_role = role == ModuleRole::Attention || role == ModuleRole::MoE || role == ModuleRole::Mlp ||
                       role == ModuleRole::AttentionCore || role == ModuleRole::Indexer;
     if (!chain_role) {
@@ -133,12 +141,20 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
       std::map<std::string, std::string> indexer_class;
       if (attn && attn->local) {
         std::vector<int> rest;
+        const std::string* sub_scope = nullptr;  // the scope `sub` and `c` were worked out for
+        std::string sub;
+        const ModuleCtor* c = nullptr;
+        bool indexer = false;
         for (int id : m.ops) {
           const std::string& sc = bg.op(id).scope;
-          std::string sub = sc.size() > m.scope.size() + 1 && sc[m.scope.size()] == '.' ? sc.substr(m.scope.size() + 1) : "";
-          sub = sub.substr(0, sub.find_first_of(".["));
-          const ModuleCtor* c = sub.empty() ? nullptr : lookup.find(*attn->local, sub);
-          if (c && roles.role_of(*c) == ModuleRole::Indexer) {
+          if (!sub_scope || sc != *sub_scope) {
+            sub_scope = &sc;
+            sub = sc.size() > m.scope.size() + 1 && sc[m.scope.size()] == '.' ? sc.substr(m.scope.size() + 1) : "";
+            sub = sub.substr(0, sub.find_first_of(".["));
+            c = sub.empty() ? nullptr : lookup.find(*attn->local, sub);
+            indexer = c && roles.role_of(*c) == ModuleRole::Indexer;
+          }
+          if (indexer) {
             indexers[m.scope + "." + sub].push_back(id);
             indexer_class.try_emplace(m.scope + "." + sub, ctor_name(c));
           } else {
