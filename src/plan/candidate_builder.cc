@@ -536,11 +536,6 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
     const std::string& rule = n.trace.pattern->rule->id;
     Location where = location_of(n.trace.spans.front());
-    std::string extent = n.trace.pattern->lookalike_reason.empty()
-                             ? fmt::format("{} of {} steps", n.trace.matched_steps, n.trace.pattern_steps)
-                             : "a look-alike form";
-    std::string text = fmt::format("{} did not match at {}:{} ({}): {}", rule, where.file, where.start_line, extent,
-                                   n.trace.reason);
     // One reason per rule and place: the same chain inlined for several
     // instances fails the same way with other binding names.
     if (!told.insert(fmt::format("{}@{}:{}", rule, where.file, where.start_line)).second) continue;
@@ -552,10 +547,14 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     auto same_function = [&](const Location& p) {
       return !functions || (at.file == p.file && in_function == functions->at_line(p.file, p.start_line));
     };
+    // overlaps(p, location_of(s)), without a copy of the file name per test.
+    auto overlap = [](const Location& p, const model::SourceSpan& s) {
+      return p.file == s.file && p.start_line <= (s.end_line > 0 ? s.end_line : s.line) && s.line <= p.end_line;
+    };
     for (Candidate& c : candidates) {
       bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
         return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
-                           [&](const model::SourceSpan& s) { return overlaps(p, location_of(s)); }) &&
+                           [&](const model::SourceSpan& s) { return overlap(p, s); }) &&
                same_function(p);
       });
       if (!touches) continue;
@@ -570,6 +569,11 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     });
     std::erase_if(others, [](const Candidate* c) { return c->status != Status::NotApplicable; });
     if (others.empty() && applicable_there) continue;
+    std::string extent = n.trace.pattern->lookalike_reason.empty()
+                             ? fmt::format("{} of {} steps", n.trace.matched_steps, n.trace.pattern_steps)
+                             : "a look-alike form";
+    std::string text = fmt::format("{} did not match at {}:{} ({}): {}", rule, where.file, where.start_line, extent,
+                                   n.trace.reason);
     if (others.empty()) {
       notes.push_back("near-miss: " + text);
       continue;

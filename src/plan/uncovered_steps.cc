@@ -32,6 +32,12 @@ bool projection_step(const std::string& kind) {
 
 Location location_of(const model::SourceSpan& s) { return Location{s.file, s.line, s.end_line > 0 ? s.end_line : s.line}; }
 
+// overlaps(location_of(a), location_of(b)), without copying the file names.
+bool spans_overlap(const model::SourceSpan& a, const model::SourceSpan& b) {
+  auto last = [](const model::SourceSpan& s) { return s.end_line > 0 ? s.end_line : s.line; };
+  return a.file == b.file && a.line <= last(b) && b.line <= last(a);
+}
+
 // The half of a block a module belongs to: 1 the attention side, 2 the
 // FFN/MoE side, 0 either (norms, quantisation).
 int block_half(const std::string& module) {
@@ -143,11 +149,11 @@ std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, cons
   std::vector<std::string> out;
   for (const NearMissSite& n : near) {
     if (!n.trace.pattern || !n.trace.pattern->rule || n.trace.spans.empty()) continue;
-    if (!near_miss_in_function(n, location_of(step.spans.front()), functions)) continue;
     bool touches = false;
     for (const model::SourceSpan& a : n.trace.spans)
-      for (const model::SourceSpan& b : step.spans) touches = touches || overlaps(location_of(a), location_of(b));
+      for (const model::SourceSpan& b : step.spans) touches = touches || spans_overlap(a, b);
     if (!touches) continue;
+    if (!near_miss_in_function(n, location_of(step.spans.front()), functions)) continue;
     std::string text = fmt::format("{}: {}", n.trace.pattern->rule->id, n.trace.reason);
     if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
   }
@@ -170,9 +176,9 @@ const NearMissSite* already_fused(const model::SubChainStep& step, const std::ve
     if (!t.pattern || !t.pattern->rule || t.pattern->options.already_fused.empty() || t.spans.empty()) continue;
     if (t.matched_steps != t.pattern_steps || t.finding.find("already computes this as one fused call") == std::string::npos)
       continue;
-    if (!near_miss_in_function(n, location_of(step.spans.front()), functions)) continue;
-    for (const model::SourceSpan& s : step.spans)
-      if (overlaps(location_of(s), location_of(t.spans.front()))) return &n;
+    bool touches = false;
+    for (const model::SourceSpan& s : step.spans) touches = touches || spans_overlap(s, t.spans.front());
+    if (touches && near_miss_in_function(n, location_of(step.spans.front()), functions)) return &n;
   }
   return nullptr;
 }
