@@ -12,7 +12,9 @@ std::string one_line(const std::string& s) {
 
 std::string cell(const std::string& s) {
   // Most cells hold no newline and no bar: copied whole.
-  if (s.find_first_of("\n\r|") == std::string::npos) return s;
+  bool plain = true;
+  for (char ch : s) plain &= ch != '\n' && ch != '\r' && ch != '|';
+  if (plain) return s;
   std::string out;
   out.reserve(s.size() + 8);
   for (char ch : s) {
