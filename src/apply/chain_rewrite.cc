@@ -533,6 +533,15 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
         request.targets.push_back("");
         continue;
       }
+      // `cache.index_copy_(2, pos, k)` as a statement of its own: the model
+      // drops the call's value and keeps its in-place write, which the
+      // replacement makes; the statement goes and no name is bound.
+      const auto* dropped = ast::as<ast::Expr>(s);
+      if (name.empty() && dropped && dropped->value && dropped->value->begin == out.begin &&
+          dropped->value->end == out.end) {
+        request.targets.push_back("");
+        continue;
+      }
       if (name.empty()) {
         // Two results of one expression left in place would overwrite each
         // other's text (refused below, after the more specific reasons).

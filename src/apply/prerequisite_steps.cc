@@ -30,6 +30,15 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
     return {PrerequisiteWay::ByTheRewrite,
             "the replacement builds the real cos/sin tables from freqs_cis on each call; building them once with the rotary "
             "cache is a further speed-up, by hand"};
+  // cache_update_scatter's replacement derives the start per batch row from
+  // the positions the write was given (their first one, repeated): the chain
+  // it matched writes at consecutive positions from one start, so the numbers
+  // are the original's. A kv_len the decode loop keeps per sequence (batches
+  // of different lengths) is a change of how the model is run, by hand.
+  if (p.id == "kv_len_tensor")
+    return {PrerequisiteWay::ByTheRewrite,
+            "the replacement takes kv_len from the write's own positions (the first one per batch row); a kv_len kept per "
+            "sequence by the decode loop is a further step, by hand"};
   if (p.id.rfind("take_output_", 0) == 0)
     return {PrerequisiteWay::Manual, "the model reads a value the operator returns only when asked for it"};
   if (p.id.rfind("keep_intermediate", 0) == 0)

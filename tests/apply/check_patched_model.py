@@ -189,7 +189,7 @@ def main():
         if not worst <= TOLERANCE:
             problems.append(f"patched logits differ by {worst:.3g} > {TOLERANCE}")
 
-        for op in sorted(set(re.findall(r"torch_npu\.(npu_\w+)\(", text))):
+        for op in sorted(set(re.findall(r"torch_npu\.(\w+)\(", text))):
             right = getattr(torch_npu, op)
             setattr(torch_npu, op, wrong_version(right))
             try:

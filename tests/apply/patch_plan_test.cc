@@ -187,3 +187,52 @@ TEST(PatchPlan, InPlaceKeepsABackupAndRefusesToLoseAnOlderOne) {
 
 }  // namespace
 }  // namespace npufuse::apply
+
+namespace npufuse::apply {
+namespace {
+
+// A cache write made by a call whose value the model drops
+// (`self.k.index_copy_(2, pos, k)` as a statement): the statement goes, the
+// replacement makes the write in place and binds no result; kv_len_tensor is
+// met by the replacement, which takes the start from the write's positions.
+TEST(PatchPlan, ADroppedInPlaceCallIsReplacedWithoutAResultName) {
+  ScratchDir dir("dropped_call");
+  write_file_atomic(dir.file("model.py"),
+                    "import torch\n"
+                    "from torch import nn\n"
+                    "\n"
+                    "\n"
+                    "class StaticCache:\n"
+                    "    def __init__(self, batch, heads, length, dim):\n"
+                    "        self.k = torch.zeros(batch, heads, length, dim)\n"
+                    "        self.v = torch.zeros(batch, heads, length, dim)\n"
+                    "\n"
+                    "    def update(self, key_states, value_states, cache_position):\n"
+                    "        self.k.index_copy_(2, cache_position, key_states)  # keys\n"
+                    "        self.v.index_copy_(2, cache_position, value_states)\n"
+                    "        return self.k, self.v\n");
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  std::string listed;
+  for (const ManualStep& m : set.manual) listed += m.candidate + ": " + m.what + "\n";
+  EXPECT_EQ(std::count_if(set.applied.begin(), set.applied.end(),
+                          [](const std::string& id) { return id.rfind("kv_cache.cache_update_scatter@", 0) == 0; }),
+            2)
+      << fmt::format("{}", fmt::join(set.applied, ", ")) << "\n" << listed;
+  ASSERT_EQ(set.files.size(), 1u);
+  const std::string& patched = set.files[0].patched;
+  EXPECT_NE(patched.find("        kv_len = cache_position[:1].expand(key_states.shape[0]).contiguous()\n"
+                         "        torch_npu.scatter_update_(self.k, kv_len, key_states, -2)  # keys\n"),
+            std::string::npos)
+      << patched;
+  EXPECT_NE(patched.find("torch_npu.scatter_update_(self.v, kv_len, value_states, -2)\n        return self.k, self.v\n"),
+            std::string::npos)
+      << patched;
+  EXPECT_EQ(patched.find("npu_result"), std::string::npos) << patched;
+  EXPECT_EQ(patched.find("index_copy_"), std::string::npos) << patched;
+}
+
+}  // namespace
+}  // namespace npufuse::apply
