@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "report/plan_names.h"
-
 #include <map>
 #include <utility>
+
+#include "report/plan_names.h"
 
 namespace npufuse::scan {
 
