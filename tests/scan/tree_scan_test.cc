@@ -62,12 +62,22 @@ TEST(TreeScan, SecondRunReanalysesOnlyWhatChanged) {
   build_tree(tree.str());
   ScanOptions o = options_for(tree, out);
   nlohmann::json first = run_tree_scan(o).summary;
+  const std::string plan_json = read_file(out.file("llama.plan.json")), plan_md = read_file(out.file("llama.plan.md"));
+  fs::remove(out.file("llama.plan.json"));
 
   ScanReport again = run_tree_scan(o);
   EXPECT_EQ(again.counts.analysed, 0u);
   EXPECT_EQ(again.counts.cached, 3u);
   EXPECT_EQ(again.counts.failed, 1u);  // the unchanged broken file is still reported
   EXPECT_EQ(again.summary["opportunities"], first["opportunities"]);
+  // The plans written from the cache are the bytes the analysis wrote, and so are the summary rows.
+  EXPECT_EQ(read_file(out.file("llama.plan.json")), plan_json);
+  EXPECT_EQ(read_file(out.file("llama.plan.md")), plan_md);
+  ASSERT_EQ(again.summary["models"].size(), first["models"].size());
+  for (size_t i = 0; i < first["models"].size(); ++i) {
+    EXPECT_EQ(again.summary["models"][i]["opportunities"], first["models"][i]["opportunities"]);
+    EXPECT_EQ(again.summary["models"][i]["statuses"], first["models"][i]["statuses"]);
+  }
 
   // One model file edited, one sibling file added to another folder: those two only.
   std::ofstream(tree.file("llama/model.py"), std::ios::app) << "\n# edited\n";
