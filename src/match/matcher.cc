@@ -440,7 +440,7 @@ Match made_for(const KeptMatch& kept, const FunctionDataflow& target) {
   return m;
 }
 
-NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target) {
+NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target, bool traces) {
   const NearMissTrace& from = kept.trace;
   NearMissTrace n;
   n.pattern = from.pattern;
@@ -458,6 +458,7 @@ NearMissTrace made_for(const KeptNearMiss& kept, const FunctionDataflow& target)
   }
   n.finding = resolve_places(from.finding, target);
   n.reason = resolve_places(from.reason, target);
+  if (!traces) return n;
   n.trace.reserve(from.trace.size());
   for (const std::string& step : from.trace) n.trace.push_back(resolve_places(step, target));
   return n;
@@ -784,7 +785,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     if (!matched_here) told.push_back(k);
   }
   result.near_misses.reserve(told.size());
-  for (const KeptNearMiss* k : told) result.near_misses.push_back(made_for(*k, target));
+  for (const KeptNearMiss* k : told) result.near_misses.push_back(made_for(*k, target, options.traces));
 
   if (memo_key && !replay) {
     // Each pattern keeps its tellable near-misses, in the order it gave them;

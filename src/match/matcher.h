@@ -75,7 +75,7 @@ struct NearMissTrace {
   // (RULE["match"]["explain"]), followed by the finding in parentheses.
   std::string reason;
   std::string finding;                // the matcher's own words: "expected mean(...), found sum(...) at model.py:53"
-  std::vector<std::string> trace;     // the steps tried, outermost first
+  std::vector<std::string> trace;     // the steps tried, outermost first; only with MatchOptions::traces
   std::vector<model::SourceSpan> spans;
 };
 
@@ -96,6 +96,10 @@ struct MatchOptions {
   // Walks remembered from graphs of the same code (match_memo.h); shared by
   // the models of a tree scan. Null: every graph is matched in full.
   MatchMemo* memo = nullptr;
+  // Near-misses carry the steps their walk tried (NearMissTrace::trace). For
+  // tests and debugging: no plan shows them, and writing each step's places
+  // for every near-miss of a tree scan cost about 2 % of it.
+  bool traces = false;
 };
 
 // Every non-overlapping match of any of `patterns` (alternatives of one rule

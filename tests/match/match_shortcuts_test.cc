@@ -74,12 +74,20 @@ int for_each_test_model_graph(const std::function<void(const std::string&, const
 
 const std::vector<Pattern>& patterns() { return testing::compiled_rules().patterns; }
 
+// The options of a full match, with the near-misses' traces, which the
+// comparisons below read too.
+MatchOptions traced() {
+  MatchOptions o;
+  o.traces = true;
+  return o;
+}
+
 TEST(PatternNeeds, RulingOutEarlyChangesNoMatchAndNoNearMiss) {
-  MatchOptions walk_all;
+  MatchOptions walk_all = traced();
   walk_all.rule_out_early = false;
   int ruled_out_somewhere = 0;
   int graphs = for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
-    EXPECT_EQ(describe(match_patterns(patterns(), g)), describe(match_patterns(patterns(), g, walk_all)))
+    EXPECT_EQ(describe(match_patterns(patterns(), g, traced())), describe(match_patterns(patterns(), g, walk_all)))
         << model << " " << g.function;
     TargetIndex index(g);
     for (const Pattern& p : patterns()) {
@@ -115,10 +123,10 @@ TEST(PatternNeeds, AStepWithoutPartnerRulesOutAMatchButNotANearMiss) {
 
 TEST(MatchMemo, ReplayedGraphsGiveTheFullResult) {
   MatchMemo memo(patterns());
-  MatchOptions with_memo;
+  MatchOptions with_memo = traced();
   with_memo.memo = &memo;
   int graphs = for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
-    std::string full = describe(match_patterns(patterns(), g));
+    std::string full = describe(match_patterns(patterns(), g, traced()));
     std::string first = describe(match_patterns(patterns(), g, with_memo));   // fills the memo
     std::string second = describe(match_patterns(patterns(), g, with_memo));  // replays it
     EXPECT_EQ(first, full) << model << " " << g.function;
@@ -132,7 +140,7 @@ TEST(MatchMemo, ReplayedGraphsGiveTheFullResult) {
 // takes over the remembered results with its own places in them.
 TEST(MatchMemo, AReplayNamesThePlacesOfTheGraphAtHand) {
   MatchMemo memo(patterns());
-  MatchOptions with_memo;
+  MatchOptions with_memo = traced();
   with_memo.memo = &memo;
   int told_somewhere = 0;
   for_each_test_model_graph([&](const std::string& model, const model::FunctionDataflow& g) {
@@ -145,7 +153,7 @@ TEST(MatchMemo, AReplayNamesThePlacesOfTheGraphAtHand) {
     size_t hits = memo.hits();
     std::string replayed = describe_places(match_patterns(patterns(), moved, with_memo));
     EXPECT_EQ(memo.hits(), hits + 1) << model << " " << g.function;
-    EXPECT_EQ(replayed, describe_places(match_patterns(patterns(), moved))) << model << " " << g.function;
+    EXPECT_EQ(replayed, describe_places(match_patterns(patterns(), moved, traced()))) << model << " " << g.function;
     if (replayed != here) ++told_somewhere;
   });
   // The places differ wherever something is told, so the comparison can fail.

@@ -225,11 +225,14 @@ TEST(Matcher, WrongReductionIsANearMissNamingBothOps) {
       "def f(a, g, eps):\n"
       "    h = a.float()\n"
       "    return g * (h * torch.rsqrt(h.pow(2).sum(-1, keepdim=True) + eps)).to(a.dtype)\n");
-  MatchResult r = match_patterns(ps, t->graph);
+  MatchOptions with_traces;
+  with_traces.traces = true;
+  MatchResult r = match_patterns(ps, t->graph, with_traces);
   EXPECT_TRUE(r.matches.empty());
   ASSERT_EQ(r.near_misses.size(), 1u);
   EXPECT_EQ(r.near_misses[0].reason, "expected mean(...), found sum(...) at model.py:4");
   EXPECT_FALSE(r.near_misses[0].trace.empty());
+  EXPECT_TRUE(match_patterns(ps, t->graph).near_misses.at(0).trace.empty());  // traces only when asked for
 }
 
 // A walk failing at its second step is below the default share of the
