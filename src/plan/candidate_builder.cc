@@ -428,6 +428,10 @@ bool overlaps(const Location& a, const Location& b) {
   return a.file == b.file && a.start_line <= b.end_line && b.start_line <= a.end_line;
 }
 
+bool overlaps(const Location& a, const model::SourceSpan& b) {
+  return a.file == b.file && a.start_line <= (b.end_line > 0 ? b.end_line : b.line) && b.line <= a.end_line;
+}
+
 CandidateSet build_candidates(const std::vector<MatchSite>& matches, const CandidateContext& ctx) {
   CandidateSet out;
   std::vector<std::string> order;
@@ -541,21 +545,11 @@ void attach_near_misses(const std::vector<NearMissSite>& near_misses, std::vecto
     if (!told.insert(fmt::format("{}@{}:{}", rule, where.file, where.start_line)).second) continue;
     bool same_rule_matched = false;
     std::vector<Candidate*> others;
-    // The function the near-miss lies in, looked up once (near_miss_in_function).
-    const model::SourceSpan& at = n.trace.spans.front();
-    const model::FunctionRange* in_function = functions ? functions->at_line(at.file, at.line) : nullptr;
-    auto same_function = [&](const Location& p) {
-      return !functions || (at.file == p.file && in_function == functions->at_line(p.file, p.start_line));
-    };
-    // overlaps(p, location_of(s)), without a copy of the file name per test.
-    auto overlap = [](const Location& p, const model::SourceSpan& s) {
-      return p.file == s.file && p.start_line <= (s.end_line > 0 ? s.end_line : s.line) && s.line <= p.end_line;
-    };
     for (Candidate& c : candidates) {
       bool touches = std::any_of(c.parts.begin(), c.parts.end(), [&](const Location& p) {
         return std::any_of(n.trace.spans.begin(), n.trace.spans.end(),
-                           [&](const model::SourceSpan& s) { return overlap(p, s); }) &&
-               same_function(p);
+                           [&](const model::SourceSpan& s) { return overlaps(p, s); }) &&
+               near_miss_in_function(n, p, functions);
       });
       if (!touches) continue;
       if (c.rule == rule) same_rule_matched = true;

@@ -57,5 +57,7 @@ int module_rank(const std::string& module);
 
 // Whether two file:line ranges share a line.
 bool overlaps(const Location& a, const Location& b);
+// overlaps(a, location of b), without copying b's file name.
+bool overlaps(const Location& a, const model::SourceSpan& b);
 
 }  // namespace npufuse::plan

@@ -110,7 +110,7 @@ bool covered_by(const model::SubChainStep& step, const std::string& step_module_
     }
     for (const Location& p : c.op_lines.empty() ? c.parts : c.op_lines)
       for (const model::SourceSpan& s : step.spans)
-        if (overlaps(p, location_of(s))) return true;
+        if (overlaps(p, s)) return true;
   }
   return false;
 }
