@@ -1,4 +1,5 @@
-"""DeepSeek-V3.2 style sparse attention: npu_lightning_indexer and npu_sparse_flash_attention.
+"""DeepSeek-V3.2 style sparse attention: npu_lightning_indexer, npu_sparse_flash_attention and
+their quantised forms npu_quant_lightning_indexer and npu_kv_quant_sparse_flash_attention.
 
 Both take the query as BSND or TND and the key as BSND, TND or PA_BSND
 ([block_num, block_size, KV_N, D] with a block_table). Lengths are int32 tensors.
@@ -246,3 +247,65 @@ def npu_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_de
         layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
         sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens)
     return indices
+
+
+_C8_NOPE, _C8_ROPE, _C8_TILE = 512, 64, 128
+_C8_ROW = _C8_NOPE + 2 * _C8_ROPE + 4 * (_C8_NOPE // _C8_TILE)  # 656 bytes
+
+
+def unpack_c8_rows(rows, rope_dtype):
+    """The (nope, rope) of combined C8 cache rows, both float32.
+
+    A row is D = 656 int8 lanes: 512 int8 nope values, the 64 rope values stored in
+    the query dtype (128 bytes) and one float32 scale per 128-wide nope tile (16
+    bytes). The nope part dequantises tile by tile: value = int8 * scale of its tile.
+    """
+    nope = rows[..., :_C8_NOPE].float()
+    rope = rows[..., _C8_NOPE:_C8_NOPE + 2 * _C8_ROPE].contiguous().view(rope_dtype).float()
+    scales = rows[..., _C8_NOPE + 2 * _C8_ROPE:].contiguous().view(torch.float32)
+    tiles = nope.reshape(*nope.shape[:-1], _C8_NOPE // _C8_TILE, _C8_TILE) * scales.unsqueeze(-1)
+    return tiles.reshape(nope.shape), rope
+
+
+def npu_kv_quant_sparse_flash_attention(query, key, value, sparse_indices, scale_value,
+                                        key_quant_mode, value_quant_mode, *,
+                                        key_dequant_scale=None, value_dequant_scale=None,
+                                        block_table=None, actual_seq_lengths_query=None,
+                                        actual_seq_lengths_kv=None, sparse_block_size=1,
+                                        layout_query="BSND", layout_kv="BSND", sparse_mode=3,
+                                        pre_tokens=2**63-1, next_tokens=2**63-1, attention_mode=0,
+                                        quant_scale_repo_mode=1, tile_size=128, rope_head_dim=64):
+    """npu_sparse_flash_attention in MLA-absorb mode over C8 cache rows (see unpack_c8_rows).
+
+    The query is cat(q_nope, q_rope) (D 576); key and value are the same int8 rows
+    (D 656). Each selected row's nope part is dequantised per 128-wide tile and used
+    as key and value, its rope part joins the key. Returns the attention output alone,
+    [.., Q_N, 512] in the query dtype (the value is the 512-wide latent).
+    """
+    op = "npu_kv_quant_sparse_flash_attention"
+    require(attention_mode == 2, op, "attention_mode only supports 2 (MLA-absorb)")
+    require(key_quant_mode == 2 and value_quant_mode == 2, op,
+            "key_quant_mode and value_quant_mode only support 2 (per-tile)")
+    require(quant_scale_repo_mode == 1, op, "quant_scale_repo_mode only supports 1 (scales stored in the rows)")
+    require(tile_size == _C8_TILE, op, "tile_size only supports 128")
+    require(rope_head_dim == _C8_ROPE, op, "rope_head_dim only supports 64")
+    require(key_dequant_scale is None and value_dequant_scale is None, op,
+            "key_dequant_scale/value_dequant_scale are reserved: keep None (the scales live in the rows)")
+    require(query.dtype in (torch.bfloat16, torch.float16), op, "query must be bfloat16 or float16")
+    require(query.shape[-1] == _C8_NOPE + _C8_ROPE, op,
+            f"query D must be 576 (512 nope + 64 rope; got {query.shape[-1]})")
+    require(key.dtype == torch.int8 and value.dtype == torch.int8, op, "key and value must be int8 C8 rows")
+    require(key.shape[-1] == _C8_ROW and value.shape[-1] == _C8_ROW, op,
+            f"key/value D must be 656 (512 int8 + 64 rope x 2 bytes + 4 float32 scales; got {key.shape[-1]})")
+    require(tuple(key.shape) == tuple(value.shape), op, "key and value must have the same shape")
+    require(is_power_of_two(sparse_block_size) and sparse_block_size <= 16, op,
+            "sparse_block_size must be a power of 2 in [1, 16]")
+    nope, rope = unpack_c8_rows(key, query.dtype)
+    v_nope, _ = unpack_c8_rows(value, query.dtype)
+    out, _, _ = npu_sparse_flash_attention(
+        query[..., :_C8_NOPE], nope, v_nope, sparse_indices, scale_value, block_table=block_table,
+        actual_seq_lengths_query=actual_seq_lengths_query, actual_seq_lengths_kv=actual_seq_lengths_kv,
+        query_rope=query[..., _C8_NOPE:], key_rope=rope, sparse_block_size=sparse_block_size,
+        layout_query=layout_query, layout_kv=layout_kv, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
+        next_tokens=next_tokens, attention_mode=2)
+    return out

@@ -67,7 +67,6 @@ class UnmodelledOperatorsSayWhy(unittest.TestCase):
         from npufuse_ref import unmodelled
         t = torch.zeros(1)
         calls = {
-            "npu_kv_quant_sparse_flash_attention": lambda f: f(t, t, t, t, 1.0, 2, 2),
             "npu_moe_update_expert": lambda f: f(t, t),
             "npu_top_k_top_p_sample": lambda f: f(t, t, t),
         }

@@ -138,5 +138,82 @@ class SparseFlashAttention(unittest.TestCase):
                                               attention_mode=2, sparse_block_size=3)
 
 
+def c8_rows(nope, rope):
+    """Combined C8 cache rows built the way the operator doc's example builds them."""
+    tiles = nope.float().reshape(*nope.shape[:-1], 4, 128)
+    scales = tiles.abs().amax(-1) / 127.0
+    q = torch.round(tiles / scales.unsqueeze(-1)).clamp(-127, 127).to(torch.int8).reshape(nope.shape)
+    return torch.cat((q, rope.contiguous().view(torch.int8), scales.contiguous().view(torch.int8)), dim=-1), scales
+
+
+class KvQuantSparseFlashAttention(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(3)
+        self.n1, self.s1, self.s2 = 4, 2, 12
+        self.q = torch.randn(1, self.s1, self.n1, 576).bfloat16()
+        self.nope = torch.randn(1, self.s2, 1, 512)
+        self.rope = torch.randn(1, self.s2, 1, 64).bfloat16()
+        self.rows, self.scales = c8_rows(self.nope, self.rope)
+
+    def dequantised(self):
+        ints = self.rows[..., :512].float().reshape(1, self.s2, 1, 4, 128)
+        return (ints * self.scales.unsqueeze(-1)).reshape(1, self.s2, 1, 512)
+
+    def direct_rows(self, positions_per_row, scale):
+        deq, out = self.dequantised(), []
+        for i, pos in enumerate(positions_per_row):
+            p = torch.tensor(pos)
+            kcat = torch.cat([deq[0, p, 0], self.rope[0, p, 0].float()], -1).unsqueeze(0)
+            o, _ = direct.attention(self.q[0, i].float().unsqueeze(1), kcat, deq[0, p, 0].unsqueeze(0), scale)
+            out.append(o[:, 0])
+        return torch.stack(out).float()
+
+    def test_rows_dequantise_per_tile(self):
+        deq = self.dequantised()
+        # int8 rounding moves a value by at most half a step of its own tile
+        step = self.scales.repeat_interleave(128, dim=-1)
+        self.assertTrue(bool(((deq - self.nope).abs() <= step / 2 + 1e-6).all()))
+        self.assertEqual(self.rows.shape[-1], 656)
+
+    def test_causal_sparse_rows(self):
+        idx = torch.tensor([[[3, 10, 0, -1]], [[11, 2, 7, 5]]], dtype=torch.int32).unsqueeze(0)
+        out = sparse.npu_kv_quant_sparse_flash_attention(
+            self.q, self.rows, self.rows, idx, 0.05, 2, 2, attention_mode=2)
+        self.assertEqual(out.dtype, torch.bfloat16)
+        self.assertEqual(tuple(out.shape), (1, self.s1, self.n1, 512))
+        # right-down causal, S1 = 2, S2 = 12: row 0 sees positions <= 10, row 1 all
+        want = self.direct_rows([[3, 10, 0], [11, 2, 7, 5]], 0.05)
+        torch.testing.assert_close(out[0].float(), want, atol=2e-2, rtol=2e-2)
+
+    def test_paged_rows(self):
+        cache = torch.zeros(3, 16, 1, 656, dtype=torch.int8)
+        cache[2, :self.s2] = self.rows[0]
+        idx = torch.tensor([[[1, 4]], [[9, -1]]], dtype=torch.int32).unsqueeze(0)
+        out = sparse.npu_kv_quant_sparse_flash_attention(
+            self.q, cache, cache, idx, 0.05, 2, 2, attention_mode=2, layout_kv="PA_BSND",
+            block_table=torch.tensor([[2]], dtype=torch.int32),
+            actual_seq_lengths_kv=torch.tensor([self.s2], dtype=torch.int32))
+        want = self.direct_rows([[1, 4], [9]], 0.05)
+        torch.testing.assert_close(out[0].float(), want, atol=2e-2, rtol=2e-2)
+
+    def test_constraints(self):
+        idx = torch.zeros(1, self.s1, 1, 1, dtype=torch.int32)
+        call = sparse.npu_kv_quant_sparse_flash_attention
+        with self.assertRaisesRegex(ValueError, "attention_mode"):
+            call(self.q, self.rows, self.rows, idx, 1.0, 2, 2)
+        with self.assertRaisesRegex(ValueError, "per-tile"):
+            call(self.q, self.rows, self.rows, idx, 1.0, 1, 2, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "bfloat16 or float16"):
+            call(self.q.float(), self.rows, self.rows, idx, 1.0, 2, 2, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "576"):
+            call(self.q[..., :512], self.rows, self.rows, idx, 1.0, 2, 2, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "656"):
+            call(self.q, self.rows[..., :640], self.rows[..., :640], idx, 1.0, 2, 2, attention_mode=2)
+        with self.assertRaisesRegex(ValueError, "tile_size"):
+            call(self.q, self.rows, self.rows, idx, 1.0, 2, 2, attention_mode=2, tile_size=64)
+        with self.assertRaisesRegex(ValueError, r"\[1, 16\]"):
+            call(self.q, self.rows, self.rows, idx, 1.0, 2, 2, attention_mode=2, sparse_block_size=32)
+
+
 if __name__ == "__main__":
     unittest.main()
