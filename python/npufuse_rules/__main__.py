@@ -9,7 +9,7 @@ import sys
 import torch
 
 from . import (build_inputs, clone_inputs, compare_outputs, discover_rule_files, exact_outputs, in_replacement_layout,
-               load_rule)
+               load_rule, check_dtype)
 
 
 def _rows(loaded):
@@ -29,16 +29,17 @@ def _rows(loaded):
                     yield (f"{rule['id']:38} {name:28} {dtype_name:9} {'ok ' if c.ok else 'BAD'} "
                            + c.describe())
     if loaded.naives:
-        inputs = build_inputs(rule, torch.float32, seed=4321)
+        dtype = check_dtype(rule)
+        inputs = build_inputs(rule, dtype, seed=4321)
         reference = in_replacement_layout(rule, next(iter(loaded.searches.values()))(**clone_inputs(inputs)))
         for name, naive in loaded.naives.items():
             try:
                 result = compare_outputs(reference, naive(**clone_inputs(inputs)), rule.get("tolerance"))
                 worst = max(result, key=lambda c: c.max_abs)
                 verdict = "rejected" if not all(c.ok for c in result) else "NOT DISTINGUISHED"
-                yield f"{rule['id']:38} {name:28} float32   {verdict}: {worst.describe()}"
+                yield f"{rule['id']:38} {name:28} {str(dtype)[6:]:9} {verdict}: {worst.describe()}"
             except (ValueError, RuntimeError) as err:
-                yield f"{rule['id']:38} {name:28} float32   rejected by the operator: {str(err)[:90]}"
+                yield f"{rule['id']:38} {name:28} {str(dtype)[6:]:9} rejected by the operator: {str(err)[:90]}"
 
 
 def main(argv):

@@ -8,7 +8,10 @@ An input spec is a dict:
          arange (from `start`) | unique_randint (high: distinct values) | causal_mask_2048 |
          unit_complex (complex64 e^(i theta), a freqs_cis table) |
          causal_additive (float mask, 0 or a large negative above the causal diagonal) |
-         sliding_additive (causal_additive that also masks keys `window` or more back)
+         sliding_additive (causal_additive that also masks keys `window` or more back) |
+         int8_grid (n * step, n integers in [-127, 127], every `group`-wide run of the last axis
+         holding one +-127, the step halved per run a random 0 .. `octaves`-1 times: symmetric
+         int8 quantisation per run is lossless on it)
 """
 import ast
 import operator
@@ -147,9 +150,30 @@ def _make(spec, sizes, act_dtype, gen):
         j = torch.arange(kv_len).unsqueeze(0)
         masked = (j > i) | (i - j >= window)
         t = torch.zeros(shape).masked_fill(masked, torch.finfo(dtype).min)
+    elif init == "int8_grid":  # per-run int8 quantisation (scale = max|x| / 127) gives back exactly these values
+        step = float(spec.get("step", 2.0 ** -7))
+        group = int(resolve_size(spec.get("group", shape[-1]), sizes))
+        if shape[-1] % group:
+            raise ValueError(f"int8_grid: group {group} does not divide the last axis {shape[-1]}")
+        runs = list(shape[:-1]) + [shape[-1] // group, group]
+        n = torch.randint(-126, 127, runs, generator=gen)
+        peak = torch.randint(0, group, runs[:-1] + [1], generator=gen)
+        sign = torch.randint(0, 2, runs[:-1] + [1], generator=gen) * 2 - 1
+        n = n.scatter(-1, peak, 127 * sign)
+        # `octaves` > 1: each run's step is also halved a random 0 .. octaves-1 times, so the runs'
+        # scales differ (a per-tensor scale then loses the small runs) and every value stays exact
+        halvings = torch.randint(0, int(spec.get("octaves", 1)), runs[:-1] + [1], generator=gen)
+        t = (n * step * torch.pow(2.0, -halvings.double())).reshape(shape)
     else:
         raise ValueError(f"unknown init {init!r}")
     return t.to(dtype)
+
+
+def check_dtype(rule):
+    """The one dtype a single-dtype check runs in (rejected mappings, verify sizes): float32,
+    unless the rule's operator takes only half precision (RULE["dtypes"] lacks float32)."""
+    names = rule.get("dtypes", ["float32", "bfloat16"])
+    return torch.float32 if "float32" in names else _DTYPES[names[0]]
 
 
 def t_count(dims):

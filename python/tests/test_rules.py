@@ -18,7 +18,7 @@ if _PYTHON_DIR not in sys.path:
 import torch  # noqa: E402
 
 from npufuse_rules import (build_inputs, clone_inputs, compare_outputs, exact_outputs, in_replacement_layout,  # noqa: E402
-                           discover_rule_files, load_rule, rules_root)
+                           discover_rule_files, load_rule, check_dtype, rules_root)
 
 CATALOG_DIR = os.path.join(os.path.dirname(_PYTHON_DIR), "catalog")
 MODULES = {"attention", "kv_cache", "rope", "norm", "ffn", "moe_gate", "moe_routing",
@@ -217,7 +217,7 @@ class RuleChecks:
             if name in sizes:
                 sizes[name] = value
         rule["sizes"] = sizes
-        inputs = build_inputs(rule, torch.float32, seed=99)
+        inputs = build_inputs(rule, check_dtype(rule), seed=99)
         search_name, search = next(iter(self.loaded.searches.items()))
         if search_name in rule.get("min_torch", {}) and not _torch_at_least(rule["min_torch"][search_name]):
             self.skipTest("the first search alternative needs a newer torch")
@@ -229,7 +229,7 @@ class RuleChecks:
         if not self.loaded.naives:
             self.skipTest("no rejected mapping to disprove")
         search = next(iter(self.loaded.searches.values()))
-        inputs = build_inputs(self.rule, torch.float32, seed=4321)
+        inputs = build_inputs(self.rule, check_dtype(self.rule), seed=4321)
         # a rejected mapping calls the same operator, so it is read in the replacement's layout
         reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
         for name, naive in self.loaded.naives.items():

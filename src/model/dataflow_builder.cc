@@ -975,6 +975,11 @@ class Builder {
     return emit_value(name, OpClass::Structure, ins, {}, at);
   }
 
+  static bool returns_values_indices(const std::string& op) {
+    static const std::set<std::string> ops = {"topk", "sort", "max", "min", "kthvalue", "mode", "median", "cummax", "cummin"};
+    return ops.count(op) != 0;
+  }
+
   int attribute(const ast::Attribute* a) {
     std::string attr(a->attr);
     if (auto* n = ast::as<ast::Name>(a->value); n && n->id == "self") {
@@ -996,6 +1001,13 @@ class Builder {
       return emit_value("global", OpClass::Attribute, {}, {q}, a);
     }
     int base = expr(a->value);
+    // `scores.topk(k).indices` is `scores.topk(k)[1]`: the fields of the
+    // (values, indices) tuples torch returns read as the positions they name,
+    // so either spelling meets the other.
+    if ((attr == "values" || attr == "indices") && returns_values_indices(g_.producer_of(base).name)) {
+      int index = emit_value("const", OpClass::Constant, {}, {attr == "values" ? "0" : "1"}, a);
+      return emit_value("getitem", OpClass::Slice, {base, index}, {}, a);
+    }
     if (attr == "shape" || attr == "dtype" || attr == "device" || attr == "T" || attr == "mT")
       return emit_value(attr, attr == "T" || attr == "mT" ? OpClass::View : OpClass::Attribute, {base}, {}, a);
     return emit_value("getattr", OpClass::Attribute, {base}, {attr}, a);

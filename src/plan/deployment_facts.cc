@@ -108,6 +108,15 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
     check_allowed(vocabulary, "quant", "--quant", check::Value(options.quant));
     facts.set("quant", options.quant, "--quant");
   }
+  // The KV cache's quantisation follows from the scheme unless given: C8
+  // keeps it int8 per token and 128-wide tile (kv_cache_quant_mode 3, the
+  // reference MLA chains' C8 setting); the other schemes leave it unquantised.
+  if (const check::Value* q = known(facts, "quant"); q && q->is_str() && !known(facts, "kv_cache_quant_mode")) {
+    bool c8 = q->as_str() == "w8a8c8";
+    facts.set("kv_cache_quant_mode", int64_t{c8 ? 3 : 0},
+              fmt::format("quant = '{}': {}", q->as_str(),
+                          c8 ? "C8 keeps the KV cache int8 per token and 128-wide tile" : "the KV cache is not quantised"));
+  }
   if (!options.torch_npu_version.empty()) facts.set("torch_npu_version", options.torch_npu_version, "--torch-npu-version");
   for (auto [name, value] : {std::pair{"tp", options.tp}, std::pair{"ep", options.ep}, std::pair{"dp", options.dp}}) {
     if (value < 0) throw std::invalid_argument(fmt::format("--{}: {} is not a world size", name, value));

@@ -32,6 +32,7 @@ const Deployment kSetups[] = {
     {"deepseek_v3_like", "ep16_a3_decode", "--ep 16 --chip A3 --stage decode"},
     {"deepseek_v32_like", "tp8_a3_decode", "--tp 8 --chip A3 --stage decode"},
     {"deepseek_v32_like", "ep16_a3_decode", "--tp 8 --ep 16 --chip A3 --stage decode"},
+    {"deepseek_v32_like", "tp8_a3_decode_c8", "--tp 8 --chip A3 --stage decode --quant w8a8c8"},
     {"qwen3_moe_like", "tp4_a2_prefill", "--tp 4 --chip A2 --stage prefill"},
     {"qwen3_moe_like", "ep4_a2_decode", "--tp 4 --ep 4 --chip A2 --stage decode"},
     {"qwen3_moe_like", "ep8_a3_prefill", "--tp 8 --ep 8 --chip A3 --stage prefill"},
@@ -181,6 +182,41 @@ TEST(SeamPrerequisites, FirstLayerPlainNormOnlyIntoTheNextLayer) {
   EXPECT_FALSE(first_layer.at(at + "394"));  // attention residual into ffn_norm, one layer
   EXPECT_TRUE(first_layer.at(at + "395"));   // the MoE residual into the next Block's attn_norm
   EXPECT_FALSE(first_layer.at(at + "416"));  // the last Block into the final norm
+}
+
+}  // namespace
+
+namespace {
+
+// One C8 step, both ways round: `status` of the chain's candidate and the
+// rules of its alternatives.
+std::pair<std::string, std::vector<std::string>> chain_at(const nlohmann::json& plan, const std::string& rule) {
+  for (const auto& c : plan["candidates"]) {
+    std::vector<std::string> rules{c.value("rule", "")};
+    for (const auto& a : c.value("alternatives", nlohmann::json::array())) rules.push_back(a.value("rule", ""));
+    if (std::find(rules.begin(), rules.end(), rule) != rules.end()) return {c.value("rule", ""), rules};
+  }
+  return {};
+}
+
+// A C8 deployment keeps the latent and index-key caches in int8: the
+// quantised indexer and SFA are preferred, the bf16 operators refused with
+// the dtype constraint; on a bf16 deployment the quantised rules are not
+// offered at all (withheld with their condition in the notes).
+TEST(C8SparseAttention, QuantisedOperatorsOnlyWhereTheCacheIsInt8) {
+  nlohmann::json c8 = nlohmann::json::parse(plan_json({"deepseek_v32_like", "tp8_a3_decode_c8_check", "--tp 8 --chip A3 --stage decode --quant w8a8c8"}));
+  EXPECT_EQ(chain_at(c8, "mla.sparse_flash_attention").first, "mla.kv_quant_sparse_flash_attention");
+  EXPECT_EQ(chain_at(c8, "indexer.lightning_indexer").first, "indexer.quant_lightning_indexer");
+  std::string c8_text = c8.dump();
+  EXPECT_NE(c8_text.find("npu_sparse_flash_attention:kv_cache_not_int8"), std::string::npos);
+  EXPECT_NE(c8_text.find("npu_lightning_indexer:key_cache_not_int8"), std::string::npos);
+
+  std::string bf16 = plan_json({"deepseek_v32_like", "tp8_a3_decode_bf16_check", "--tp 8 --chip A3 --stage decode --quant bf16"});
+  EXPECT_FALSE(proposes(bf16, "npu_kv_quant_sparse_flash_attention"));
+  EXPECT_FALSE(proposes(bf16, "npu_quant_lightning_indexer"));
+  EXPECT_TRUE(proposes(bf16, "npu_sparse_flash_attention"));
+  EXPECT_TRUE(proposes(bf16, "npu_lightning_indexer"));
+  EXPECT_NE(bf16.find("it applies only when quant == 'w8a8c8', and here quant = 'bf16' (--quant)"), std::string::npos);
 }
 
 }  // namespace
