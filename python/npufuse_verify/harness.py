@@ -190,7 +190,8 @@ def run(spec):
         where, words = device_choice.select(spec.get("device", "auto"))
         result["device"] = words
         import torch
-        from npufuse_rules import build_inputs, compare_outputs, in_replacement_layout, load_rule
+        from npufuse_rules import (build_inputs, clone_inputs, compare_outputs, exact_outputs, in_replacement_layout,
+                                   load_rule)
         loaded = load_rule(spec["rule_file"])
         rule = dict(loaded.rule)
         rule["sizes"] = dict(rule.get("sizes", {}), **spec.get("sizes", {}))
@@ -212,6 +213,7 @@ def run(spec):
                 raise RuntimeError(f"rule {loaded.id} has no search/replace pair to compare")
             sides = rule_sides(loaded, inputs)
         original, replacement, result["cut"] = sides
+        sides_from_rule = result["cut"].startswith("rule ")
         try:
             reference = _to_cpu(original(where))
             candidate = _to_cpu(replacement(where))
@@ -222,6 +224,7 @@ def run(spec):
                 raise
             result["cut_note"] = f"function cut not used: {spec['cut']['function']} needs more of self ({err})"
             original, replacement, result["cut"] = rule_sides(loaded, inputs)
+            sides_from_rule = True
             reference = _to_cpu(original(where))
             candidate = _to_cpu(replacement(where))
         tolerance = {name: dict(v) for name, v in (spec.get("tolerance") or {}).items()}
@@ -235,7 +238,12 @@ def run(spec):
             if "atol" in v:
                 v["atol"] = v["atol"] * scale
         # outputs the fused operator keeps in another documented order are compared in it
-        comparisons = compare_outputs(in_replacement_layout(rule, reference), candidate, tolerance)
+        # the rule's own pair: the chain run in float32 on the same inputs tells the
+        # chain's low-precision rounding from the replacement's error (compare_outputs)
+        exact = None
+        if sides_from_rule:
+            exact = exact_outputs(rule, next(iter(loaded.searches.values())), clone_inputs(inputs))
+        comparisons = compare_outputs(in_replacement_layout(rule, reference), candidate, tolerance, exact)
         result["outputs"] = [{"index": c.index, "dtype": str(c.dtype).replace("torch.", ""), "max_abs": c.max_abs,
                               "max_rel": c.max_rel, "cosine": c.cosine, "ok": c.ok, "why": c.why}
                              for c in comparisons]

@@ -47,6 +47,18 @@ class CompareTest(unittest.TestCase):
         [c] = compare_outputs(ref, self.exact.clone(), exact=self.exact)
         self.assertFalse(c.ok)
 
+    def test_chosen_positions_equal_to_the_float32_choice_pass(self):
+        # a top-k in bf16 swaps two near-equal scores; the fused choice is the float32 one
+        exact = torch.tensor([[4, 1, 7, 2]])
+        ref = torch.tensor([[4, 7, 1, 2]])
+        [without] = compare_outputs(ref, exact.clone())
+        self.assertFalse(without.ok)
+        [with_exact] = compare_outputs(ref, exact.clone(), exact=exact)
+        self.assertTrue(with_exact.ok, with_exact.describe())
+        self.assertIn("float32 chain's choice", with_exact.why)
+        [wrong] = compare_outputs(ref, torch.tensor([[4, 1, 7, 3]]), exact=exact)
+        self.assertFalse(wrong.ok)
+
     def test_exact_outputs_run_the_chain_on_upcast_inputs(self):
         x = torch.randn(4, 8).to(torch.bfloat16)
         ids = torch.arange(4)

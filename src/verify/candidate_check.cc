@@ -14,13 +14,27 @@ namespace fs = std::filesystem;
 
 std::string number_text(const std::optional<double>& v) { return v ? fmt::format("{:.3g}", *v) : "n/a"; }
 
+// What let a passing output pass beyond its tolerance (the float32 chain's
+// allowance), once per distinct reason: numbers against the low-precision
+// chain read wrong without it.
+std::string allowances(const CheckResult& r) {
+  std::vector<std::string> out;
+  if (!r.passed || !r.data.contains("outputs") || !r.data["outputs"].is_array()) return "";
+  for (const auto& o : r.data["outputs"]) {
+    std::string why = o.is_object() ? o.value("why", "") : "";
+    if (why.size() > 2 && why.front() == '(' && why.back() == ')') why = why.substr(1, why.size() - 2);
+    if (!why.empty() && std::find(out.begin(), out.end(), why) == out.end()) out.push_back(why);
+  }
+  return out.empty() ? "" : fmt::format("; {}", fmt::join(out, "; "));
+}
+
 }  // namespace
 
 std::string precision_words(const CheckResult& r) {
   if (!r.error.empty()) return "error: " + r.error;
-  return fmt::format("{} ({}): max abs {}, max rel {}, cosine {}", r.passed ? "within tolerance" : "OUT OF TOLERANCE",
+  return fmt::format("{} ({}): max abs {}, max rel {}, cosine {}{}", r.passed ? "within tolerance" : "OUT OF TOLERANCE",
                      r.text("cut"), number_text(r.number("max_abs")), number_text(r.number("max_rel")),
-                     r.number("cosine") ? fmt::format("{:.6f}", *r.number("cosine")) : "n/a");
+                     r.number("cosine") ? fmt::format("{:.6f}", *r.number("cosine")) : "n/a", allowances(r));
 }
 
 std::string model_check_words(const CheckResult& r) {

@@ -72,12 +72,15 @@ nlohmann::ordered_json HarnessSpec::to_json() const {
 
 std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, const std::string& rule_module) {
   bool moe = rule_module.rfind("moe", 0) == 0;
+  // The indexer has its own heads and head dim (DeepSeek-V3.2: 64 x 128
+  // beside the attention's 128 x 192).
+  bool indexer = rule_module == "indexer";
   std::vector<std::pair<std::string, std::vector<std::string>>> names = {
       {"H", {"hidden_size"}},
       {"I", moe ? std::vector<std::string>{"moe_intermediate_size", "intermediate_size"}
                 : std::vector<std::string>{"intermediate_size"}},
-      {"D", {"head_dim"}},
-      {"N", {"num_heads"}},
+      {"D", indexer ? std::vector<std::string>{"index_head_dim"} : std::vector<std::string>{"head_dim"}},
+      {"N", indexer ? std::vector<std::string>{"index_n_heads"} : std::vector<std::string>{"num_heads"}},
       {"KVN", {"num_kv_heads"}},
       {"E", {"expert_num"}},
       {"K", {"top_k"}},

@@ -28,6 +28,20 @@ TEST(HarnessSpec, ConfiguredSizesComeFromTheFacts) {
   EXPECT_EQ(configured_sizes(facts, "moe_experts").at("I"), 768);
 }
 
+TEST(HarnessSpec, IndexerRulesTakeTheIndexersHeads) {
+  check::FactSet facts;
+  facts.set("head_dim", check::Value(int64_t{192}), "config");
+  facts.set("num_heads", check::Value(int64_t{16}), "config");
+  facts.set("index_head_dim", check::Value(int64_t{128}), "config");
+  facts.set("index_n_heads", check::Value(int64_t{64}), "config");
+  auto indexer = configured_sizes(facts, "indexer");
+  EXPECT_EQ(indexer.at("D"), 128);
+  EXPECT_EQ(indexer.at("N"), 64);
+  auto attention = configured_sizes(facts, "mla");
+  EXPECT_EQ(attention.at("D"), 192);
+  EXPECT_EQ(attention.at("N"), 16);
+}
+
 TEST(HarnessSpec, RuleSizesTakeBatchSequenceAndModelSizes) {
   ChosenSizes c = choose_sizes(rms_rule(), {{"H", 4096}, {"D", 128}}, 1, 16, 1'000'000);
   EXPECT_EQ(c.sizes.at("B"), 1);
