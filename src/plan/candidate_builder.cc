@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -94,6 +95,29 @@ std::string value_text(const model::FunctionDataflow& g, int v) {
   if (value.producer < 0) return fmt::format("v{}", v);
   const model::DataflowOp& op = g.ops[static_cast<size_t>(value.producer)];
   return fmt::format("{} at {}", match::describe_op(op), match::where(op));
+}
+
+// The id of the prerequisite that keeps an intermediate: named after the
+// value as the file names it (`keep_intermediate_e`), or after the line of
+// the op computing it where it has no name, so the id stays the same when
+// unrelated code changes; a second escape of the same name in one candidate
+// gets a suffix.
+std::string keep_intermediate_id(const model::FunctionDataflow& g, int v, const std::vector<PrerequisiteItem>& taken) {
+  std::string stem = "v" + std::to_string(v);
+  if (v >= 0 && static_cast<size_t>(v) < g.values.size()) {
+    const model::DataflowValue& value = g.values[static_cast<size_t>(v)];
+    bool identifier = !value.name.empty() && !std::isdigit(static_cast<unsigned char>(value.name[0])) &&
+                      std::all_of(value.name.begin(), value.name.end(),
+                                  [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+    if (identifier) stem = value.name;
+    else if (value.producer >= 0) stem = "line" + std::to_string(g.ops[static_cast<size_t>(value.producer)].line);
+  }
+  std::string id = "keep_intermediate_" + stem;
+  auto used = [&](const std::string& candidate) {
+    return std::any_of(taken.begin(), taken.end(), [&](const PrerequisiteItem& p) { return p.id == candidate; });
+  };
+  for (int n = 2; used(id); ++n) id = fmt::format("keep_intermediate_{}_{}", stem, n);
+  return id;
 }
 
 std::string verification_cut(const MatchSite& site, const Location& where) {
@@ -357,7 +381,7 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
     }
     c.escapes.push_back(fmt::format("{} is {}", value, use));
     c.prerequisites.push_back(PrerequisiteItem{
-        fmt::format("keep_intermediate_v{}", e.value),
+        keep_intermediate_id(*site.match.target, e.value, c.prerequisites),
         fmt::format("{} is computed inside the chain and also {}; the fused operator does not produce it: "
                     "recompute it outside or remove that use first",
                     value, use),
