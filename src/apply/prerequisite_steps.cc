@@ -39,6 +39,15 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
     return {PrerequisiteWay::ByTheRewrite,
             "the replacement takes kv_len from the write's own positions (the first one per batch row); a kv_len kept per "
             "sequence by the decode loop is a further step, by hand"};
+  // v_absorb_transpose_bmm's replacement transposes W_UV to [heads,
+  // kv_lora_rank, v_head_dim] on each call: the operator gets the layout it
+  // needs and the numbers are the same; keeping the transposed weight from
+  // load time (W_UV is a slice of a loaded parameter, so a table built in
+  // __init__ would go stale) only saves that copy, by hand.
+  if (p.id == "pretranspose_w_uv")
+    return {PrerequisiteWay::ByTheRewrite,
+            "the replacement transposes W_UV on each call; keeping it transposed from load time is a further speed-up, by "
+            "hand"};
   if (p.id.rfind("take_output_", 0) == 0)
     return {PrerequisiteWay::Manual, "the model reads a value the operator returns only when asked for it"};
   if (p.id.rfind("keep_intermediate", 0) == 0)

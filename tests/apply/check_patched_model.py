@@ -2,7 +2,8 @@
 
 1. analyze -> plan.json, apply -> patched copy + diff. What apply printed
    (applied, skipped, manual steps) must be exactly the set the model's
-   expectation file lists (tests/apply/expected/<model>.json), so a rewrite
+   expectation file lists (tests/apply/expected/<model>.json, which may also
+   give `analyze_flags`, a deployment such as ["--tp", "8"]), so a rewrite
    that silently stops applying, or a manual step that appears or changes its
    reason, fails the test;
 2. the patched file parses (npufuse parse), has `import torch_npu` once when
@@ -133,7 +134,7 @@ def main():
     try:
         plan = tmp / "plan.json"
         r = run([args.npufuse, "analyze", str(model_rel / "model.py"), "--config", str(model_rel / "config.json"),
-                 "--format", "json", "-o", str(plan)], cwd=src)
+                 *expected.get("analyze_flags", []), "--format", "json", "-o", str(plan)], cwd=src)
         if r.returncode != 0:
             sys.exit(f"analyze failed: {r.stderr}")
         out = tmp / "out"
