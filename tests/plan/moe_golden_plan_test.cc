@@ -33,6 +33,8 @@ const Deployment kSetups[] = {
     {"deepseek_v32_like", "tp8_a3_decode", "--tp 8 --chip A3 --stage decode"},
     {"deepseek_v32_like", "ep16_a3_decode", "--tp 8 --ep 16 --chip A3 --stage decode"},
     {"deepseek_v32_like", "tp8_a3_decode_c8", "--tp 8 --chip A3 --stage decode --quant w8a8c8"},
+    {"deepseek_v32_like", "tp8_a2_prefill", "--tp 8 --chip A2 --stage prefill"},
+    {"deepseek_v32_like", "ep8_a2_decode", "--tp 8 --ep 8 --chip A2 --stage decode"},
     {"qwen3_moe_like", "tp4_a2_prefill", "--tp 4 --chip A2 --stage prefill"},
     {"qwen3_moe_like", "ep4_a2_decode", "--tp 4 --ep 4 --chip A2 --stage decode"},
     {"qwen3_moe_like", "ep8_a3_prefill", "--tp 8 --ep 8 --chip A3 --stage prefill"},
