@@ -121,7 +121,9 @@ ReferenceChain read_chain(const std::string& path, const std::string& text, std:
       r.error(&n, "each step must be a table");
       continue;
     }
-    r.only_keys(*t, {"name", "title", "title_zh", "rules", "covers", "fused", "note", "note_zh"}, "a step");
+    r.only_keys(*t, {"name", "title", "title_zh", "rules", "covers", "fused", "note", "note_zh", "naive_form", "naive_note",
+                     "naive_note_zh"},
+                "a step");
     ReferenceChainStep s;
     s.name = r.str(*t, "name", true);
     if (!s.name.empty() && !names.insert(s.name).second) r.error(t->get("name"), fmt::format("step '{}' named twice", s.name));
@@ -136,6 +138,11 @@ ReferenceChain read_chain(const std::string& path, const std::string& text, std:
     s.note_en = r.str(*t, "note", false);
     s.note_zh = r.str(*t, "note_zh", false);
     if (s.note_en.empty() != s.note_zh.empty()) r.error(t, "'note' and 'note_zh' come together");
+    if (t->get("naive_form")) s.naive_form = r.strings(*t, "naive_form", true);
+    s.naive_note_en = r.str(*t, "naive_note", false);
+    s.naive_note_zh = r.str(*t, "naive_note_zh", false);
+    if (s.naive_form.empty() != s.naive_note_en.empty() || s.naive_note_en.empty() != s.naive_note_zh.empty())
+      r.error(t, "'naive_form', 'naive_note' and 'naive_note_zh' come together");
     if (!s.fused && !s.rules.empty()) r.error(t->get("rules"), "a step kept as a plain op (fused = false) names no rules");
     c.steps.push_back(std::move(s));
   }
@@ -222,6 +229,19 @@ ChainStepReport step_report(const ReferenceChainStep& step, const std::string& s
     if (r.detail.empty()) r.detail = c->requirement.why_nothing_fits;
   }
   if (!r.candidates.empty()) return with_note("open");
+  // The model computes the step another way: name where, and what the
+  // chain's form needs first.
+  for (const Candidate* c : all) {
+    if (c->status != Status::NoFusedOp || !in_stage(*c, stage)) continue;
+    if (std::find(step.naive_form.begin(), step.naive_form.end(), id_step(c->id)) == step.naive_form.end()) continue;
+    r.candidates.push_back(c->id);
+  }
+  if (!r.candidates.empty()) {
+    r.detail = step.naive_note_en;
+    r.detail_zh = step.naive_note_zh;
+    r.status = "not_found";
+    return r;
+  }
   return with_note(step.rules.empty() ? "not_mapped" : "not_found");
 }
 

@@ -23,6 +23,11 @@ struct ReferenceChainStep {
   std::vector<std::string> covers;  // sub-chain step kinds it takes in
   bool fused = true;                // false: the reference keeps a plain torch op
   std::string note_en, note_zh;
+  // Sub-chain kinds that compute the step another way (MLA's per-head K/V
+  // expansion, `kv_up`, instead of attention over the latent): found while
+  // no rule of the step matched, they are named with `naive_note`.
+  std::vector<std::string> naive_form;
+  std::string naive_note_en, naive_note_zh;
 };
 
 struct ReferenceChain {

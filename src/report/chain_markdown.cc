@@ -76,7 +76,7 @@ std::string reference_chains_markdown(const plan::Plan& plan, Lang lang) {
     for (const plan::ChainStepReport& s : c.steps) {
       std::string state = chain_status_label(s.status, lang);
       if (s.status == "covered") state += " " + ids(s.candidates);
-      else if (s.status == "blocked" || s.status == "open") state += ": " + ids(s.candidates);
+      else if (!s.candidates.empty()) state += ": " + ids(s.candidates);
       std::string detail = zh && !s.detail_zh.empty() ? s.detail_zh : s.detail;
       out += fmt::format("  - {} ({}): {}{}\n", s.name, zh ? s.title_zh : s.title_en, state,
                          detail.empty() ? "" : fmt::format(" — {}", detail));

@@ -170,4 +170,36 @@ TEST(ReferenceChains, TheBlocksModulesCountWhereNoCandidateOfTheStageShowsThem) 
 }
 
 }  // namespace
+// HF DeepSeek-V3 style MLA expands the latent into per-head K/V and attends
+// over them: the absorbed decode chain's attention and V-absorb steps are
+// not found, and the plan says where the naive form is and what it needs.
+TEST(ReferenceChains, ANaiveMlaFormIsNamedWhereTheAbsorbedStepIsNotFound) {
+  Plan plan;
+  plan.options.stage = "decode";
+  plan.candidates = {candidate("attention.fia_decode", "attention", Status::CandidateWithPrerequisites, {"decode"}),
+                     open_step("mla", "q_down", {"decode"}), open_step("mla", "kv_up", {"decode"})};
+  check::FactSet facts;
+  std::vector<std::string> notes;
+  std::vector<ChainReport> reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes);
+  ASSERT_NE(find(reports, "mla_absorb_decode", "decode"), nullptr);
+  const ChainReport& mla = *find(reports, "mla_absorb_decode", "decode");
+  EXPECT_EQ(step(mla, "attention").status, "not_found");
+  EXPECT_EQ(step(mla, "attention").candidates, std::vector<std::string>{"mla.kv_up@m.py:9"});
+  EXPECT_NE(step(mla, "attention").detail.find("absorb rewrite first"), std::string::npos) << step(mla, "attention").detail;
+  EXPECT_FALSE(step(mla, "attention").detail_zh.empty());
+  EXPECT_EQ(step(mla, "v_absorb").candidates, std::vector<std::string>{"mla.kv_up@m.py:9"});
+  // Without the expansion the step is simply not found.
+  plan.candidates.pop_back();
+  reports = reference_chain_coverage(embedded_reference_chains(), plan, facts, {}, notes);
+  EXPECT_TRUE(step(*find(reports, "mla_absorb_decode", "decode"), "attention").candidates.empty());
+  EXPECT_TRUE(step(*find(reports, "mla_absorb_decode", "decode"), "attention").detail.empty());
+}
+
+TEST(ReferenceChains, ANaiveFormComesWithItsNote) {
+  std::string text = kDemo;
+  EXPECT_EQ(load_error(text + "naive_form = [\"kv_up\"]\n"),
+            "chains/demo.toml:8:1: 'naive_form', 'naive_note' and 'naive_note_zh' come together");
+  EXPECT_EQ(load_error(text + "naive_form = [\"kv_up\"]\nnaive_note = \"n\"\nnaive_note_zh = \"n\"\n"), "");
+}
+
 }  // namespace npufuse::plan
