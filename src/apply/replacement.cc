@@ -86,6 +86,84 @@ std::string reindented(const std::string& text, const std::string& from, const s
   return out;
 }
 
+// For each line after the first: the column of the innermost bracket still
+// open where the line starts (-1 when none), `first_col` being the column
+// the text's first byte sits at. Quotes and comments hold no brackets.
+std::vector<int> open_bracket_columns(const std::string& text, int first_col) {
+  std::vector<int> out;
+  std::vector<int> stack;
+  int col = first_col;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == '\n') {
+      out.push_back(stack.empty() ? -1 : stack.back());
+      col = 0;
+      comment = false;
+      continue;
+    }
+    if (comment) {
+    } else if (quote) {
+      if (ch == '\\') {
+        ++i;
+        ++col;
+      } else if (ch == quote) {
+        quote = 0;
+      }
+    } else if (ch == '#') {
+      comment = true;
+    } else if (ch == '\'' || ch == '"') {
+      quote = ch;
+    } else if (ch == '(' || ch == '[' || ch == '{') {
+      stack.push_back(col);
+    } else if ((ch == ')' || ch == ']' || ch == '}') && !stack.empty()) {
+      stack.pop_back();
+    }
+    ++col;
+  }
+  return out;
+}
+
+size_t indent_of(std::string_view line) {
+  size_t n = 0;
+  while (n < line.size() && line[n] == ' ') ++n;
+  return n;
+}
+
+// A continuation line the rule aligned with its open bracket (a hanging
+// indent under `op(`) stays aligned in the patch, where a rename or an
+// argument moved that bracket: `orig` is the rule's text starting at column
+// `orig_col`, `out` the patch's text of the same lines starting at `out_col`.
+std::string realigned(const std::string& out, int out_col, const std::string& orig, int orig_col) {
+  std::vector<int> want = open_bracket_columns(orig, orig_col);
+  std::vector<std::string_view> orig_lines;
+  for (size_t at = 0;;) {
+    size_t nl = orig.find('\n', at);
+    orig_lines.emplace_back(std::string_view(orig).substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  std::string result;
+  size_t at = 0;
+  for (size_t line = 0;; ++line) {
+    size_t nl = out.find('\n', at);
+    std::string text = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    if (line > 0 && line < orig_lines.size() && want[line - 1] >= 0 &&
+        static_cast<int>(indent_of(orig_lines[line])) == want[line - 1] + 1) {
+      // where the patch's bracket is, given the lines before
+      std::vector<int> now = open_bracket_columns(result + "\n", out_col);
+      int bracket = now.empty() ? -1 : now.back();
+      if (bracket >= 0) text = std::string(static_cast<size_t>(bracket + 1), ' ') + text.substr(indent_of(text));
+    }
+    result += (line > 0 ? "\n" : "") + text;
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  // The line counts differ (an argument spanning lines): leave it as it is.
+  return orig_lines.size() == static_cast<size_t>(std::count(out.begin(), out.end(), '\n')) + 1 ? result : out;
+}
+
 }  // namespace
 
 std::string replacement_text(const ReplacementRequest& r) {
@@ -174,14 +252,25 @@ std::string replacement_text(const ReplacementRequest& r) {
   std::sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) { return a.begin < b.begin; });
 
   const std::string rule_indent(static_cast<size_t>(body.front()->col_offset), ' ');
+  const int out_col = static_cast<int>(r.indent.size());
+  auto original_text = [&](const ast::Node* n) { return std::string(source.substr(n->begin, n->end - n->begin)); };
   std::vector<std::string> statements;
   for (const ast::stmt* s : body) {
     if (s == ret) break;
-    statements.push_back(reindented(substituted(source, s, edits), rule_indent, r.indent));
+    statements.push_back(realigned(reindented(substituted(source, s, edits), rule_indent, r.indent), out_col,
+                                   original_text(s), s->col_offset));
   }
   std::vector<std::string> values;
   for (const ast::expr* v : returned) values.push_back(reindented(substituted(source, v, edits), rule_indent, r.indent));
   std::string value = fmt::format("{}", fmt::join(values, ", "));
+  // The returned value is written after `targets = ` (or `return `): its
+  // continuation lines follow its brackets there.
+  auto placed = [&](const std::string& prefix) {
+    std::string text = prefix + value;
+    if (returned.size() != 1) return text;
+    return realigned(text, out_col, std::string(prefix.size(), ' ') + original_text(returned.front()),
+                     returned.front()->col_offset - static_cast<int>(prefix.size()));
+  };
   if (r.discard_result) {
     // Nothing reads the results: returning the written tensors by name says
     // nothing; a returned call still has to run.
@@ -190,9 +279,9 @@ std::string replacement_text(const ReplacementRequest& r) {
         return std::all_of(t->elts.begin(), t->elts.end(), [](const ast::expr* x) { return ast::as<ast::Name>(x) != nullptr; });
       return ast::as<ast::Name>(e) != nullptr;
     });
-    if (!names_only || statements.empty()) statements.push_back(value);
-  } else if (r.targets.empty()) statements.push_back("return " + value);
-  else statements.push_back(fmt::format("{} = {}", fmt::join(r.targets, ", "), value));
+    if (!names_only || statements.empty()) statements.push_back(placed(""));
+  } else if (r.targets.empty()) statements.push_back(placed("return "));
+  else statements.push_back(placed(fmt::format("{} = ", fmt::join(r.targets, ", "))));
   return fmt::format("{}", fmt::join(statements, "\n" + r.indent));
 }
 

@@ -116,4 +116,25 @@ TEST(Replacement, DocstringSkippedAndMissingArgumentRefused) {
 }
 
 }  // namespace
+// A continuation line the rule aligned under its call's open bracket stays
+// aligned where a rename (`out` taken in the model) or the `targets = `
+// prefix moved that bracket; one indented by a fixed step keeps its step.
+TEST(Replacement, HangingIndentsFollowTheirBracket) {
+  RuleFile r = rule_with("def replace(x, w):\n"
+                         "    out = torch_npu.op(x.reshape(-1, 4), w, perm=[1, 0, 2],\n"
+                         "                       scale=2)\n"
+                         "    return torch_npu.op2(out, w,\n"
+                         "                         flag=True) + torch_npu.op3(\n"
+                         "        out)\n");
+  auto q = request_for(r, {{"x", "hidden_states"}, {"w", "self.weight"}});
+  q.taken_names = {"out"};
+  q.targets = {"result"};
+  EXPECT_EQ(replacement_text(q),
+            "out_npu = torch_npu.op(hidden_states.reshape(-1, 4), self.weight, perm=[1, 0, 2],\n"
+            "                               scale=2)\n"
+            "        result = torch_npu.op2(out_npu, self.weight,\n"
+            "                               flag=True) + torch_npu.op3(\n"
+            "            out_npu)");
+}
+
 }  // namespace npufuse::apply
