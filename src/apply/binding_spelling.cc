@@ -10,17 +10,13 @@
 
 #include "frontend/parser.h"
 #include "model/ast_walk.h"
+#include "util/identifier.h"
 
 namespace npufuse::apply {
 namespace {
 
 namespace ast = frontend::ast;
 using Origin = plan::Candidate::BindingOrigin;
-
-bool is_identifier(const std::string& text) {
-  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
-  return std::all_of(text.begin(), text.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
-}
 
 // Code that runs in a scope of its own: its names are not fn's.
 bool own_scope(const ast::Node* n) {

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "util/identifier.h"
+
 namespace npufuse::catalog {
 namespace {
 
@@ -58,13 +60,6 @@ size_t matching_paren(std::string_view s, size_t open) {
     }
   }
   return std::string_view::npos;
-}
-
-bool is_ident(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
 }
 
 // `2^63-1`, `2**63-1`, `2^31 - 1`: powers of two minus a constant.
@@ -157,7 +152,7 @@ std::optional<Signature> parse_signature(std::string_view text, std::string* err
   size_t dot = head.find('.');
   sig.name = std::string(head.substr(0, dot));
   if (dot != std::string_view::npos) sig.overload = std::string(head.substr(dot + 1));
-  if (!is_ident(sig.name)) return fail("the prototype does not start with an operator name");
+  if (!is_identifier(sig.name)) return fail("the prototype does not start with an operator name");
   size_t close = matching_paren(s, open);
   if (close == std::string_view::npos) return fail("unbalanced parentheses in the prototype");
   std::string_view rest = trim(s.substr(close + 1));
@@ -187,7 +182,7 @@ std::optional<Signature> parse_signature(std::string_view text, std::string* err
       if (space != std::string_view::npos) p.type = std::string(trim(lhs.substr(0, space)));
     }
     if (!p.name.empty() && p.name[0] == '*') return fail("*args parameters are not supported");
-    if (!is_ident(p.name)) return fail("a parameter has no valid name");
+    if (!is_identifier(p.name)) return fail("a parameter has no valid name");
     sig.params.push_back(std::move(p));
   }
   return sig;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -19,6 +18,7 @@
 #include "plan/fact_literal.h"
 #include "plan/rule_gate.h"
 #include "plan/stage_split.h"
+#include "util/identifier.h"
 
 namespace npufuse::plan {
 namespace {
@@ -106,10 +106,7 @@ std::string keep_intermediate_id(const model::FunctionDataflow& g, int v, const 
   std::string stem = "v" + std::to_string(v);
   if (v >= 0 && static_cast<size_t>(v) < g.values.size()) {
     const model::DataflowValue& value = g.values[static_cast<size_t>(v)];
-    bool identifier = !value.name.empty() && !std::isdigit(static_cast<unsigned char>(value.name[0])) &&
-                      std::all_of(value.name.begin(), value.name.end(),
-                                  [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
-    if (identifier) stem = value.name;
+    if (is_identifier(value.name)) stem = value.name;
     else if (value.producer >= 0) stem = "line" + std::to_string(g.ops[static_cast<size_t>(value.producer)].line);
   }
   std::string id = "keep_intermediate_" + stem;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "util/identifier.h"
+
 namespace npufuse::plan {
 namespace {
 
@@ -60,13 +62,6 @@ std::vector<std::string> split_dots(const std::string& s) {
     if (dot == std::string::npos) return out;
     start = dot + 1;
   }
-}
-
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
 }
 
 // "self.a.b.weight" read in an instance of `owner`: the module a.b and the
