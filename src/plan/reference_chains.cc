@@ -191,6 +191,17 @@ bool strict_subset(const std::vector<std::string>& a, const std::vector<std::str
   return sa.size() < sb.size() && std::includes(sb.begin(), sb.end(), sa.begin(), sa.end());
 }
 
+// The stage's no_fused_op entries of these sub-chain step kinds.
+std::vector<const Candidate*> open_steps(const std::vector<const Candidate*>& all, const std::string& stage,
+                                         const std::vector<std::string>& kinds) {
+  std::vector<const Candidate*> out;
+  for (const Candidate* c : all)
+    if (c->status == Status::NoFusedOp && in_stage(*c, stage) &&
+        std::find(kinds.begin(), kinds.end(), id_step(c->id)) != kinds.end())
+      out.push_back(c);
+  return out;
+}
+
 ChainStepReport step_report(const ReferenceChainStep& step, const std::string& stage,
                             const std::vector<const Candidate*>& all) {
   ChainStepReport r;
@@ -222,21 +233,17 @@ ChainStepReport step_report(const ReferenceChainStep& step, const std::string& s
     if (!blocked.front()->blocking.empty()) r.detail = blocked.front()->blocking.front();
     return with_note("blocked");
   }
-  for (const Candidate* c : all) {
-    if (c->status != Status::NoFusedOp || !in_stage(*c, stage)) continue;
-    if (std::find(step.covers.begin(), step.covers.end(), id_step(c->id)) == step.covers.end()) continue;
-    r.candidates.push_back(c->id);
-    if (r.detail.empty()) r.detail = c->requirement.why_nothing_fits;
+  if (std::vector<const Candidate*> open = open_steps(all, stage, step.covers); !open.empty()) {
+    for (const Candidate* c : open) {
+      r.candidates.push_back(c->id);
+      if (r.detail.empty()) r.detail = c->requirement.why_nothing_fits;
+    }
+    return with_note("open");
   }
-  if (!r.candidates.empty()) return with_note("open");
   // The model computes the step another way: name where, and what the
   // chain's form needs first.
-  for (const Candidate* c : all) {
-    if (c->status != Status::NoFusedOp || !in_stage(*c, stage)) continue;
-    if (std::find(step.naive_form.begin(), step.naive_form.end(), id_step(c->id)) == step.naive_form.end()) continue;
-    r.candidates.push_back(c->id);
-  }
-  if (!r.candidates.empty()) {
+  if (std::vector<const Candidate*> naive = open_steps(all, stage, step.naive_form); !naive.empty()) {
+    for (const Candidate* c : naive) r.candidates.push_back(c->id);
     r.detail = step.naive_note_en;
     r.detail_zh = step.naive_note_zh;
     r.status = "not_found";
