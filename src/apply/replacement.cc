@@ -8,6 +8,7 @@
 #include "apply/source_functions.h"
 #include "frontend/parser.h"
 #include "model/ast_walk.h"
+#include "util/text_lines.h"
 
 namespace npufuse::apply {
 namespace {
@@ -72,58 +73,52 @@ std::string substituted(std::string_view source, const ast::Node* node, const st
 // Continuation lines keep their depth relative to the statement.
 std::string reindented(const std::string& text, const std::string& from, const std::string& to) {
   std::string out;
-  size_t at = 0;
-  while (true) {
-    size_t nl = text.find('\n', at);
-    std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-    if (at > 0 && line.rfind(from, 0) == 0) line = to + line.substr(from.size());
-    else if (at > 0) line = to + line;
+  std::vector<std::string_view> lines = split_lines(text);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    if (i > 0) {
+      out += '\n';
+      out += to;
+      if (line.substr(0, from.size()) == from) line.remove_prefix(from.size());
+    }
     out += line;
-    if (nl == std::string::npos) break;
-    out += '\n';
-    at = nl + 1;
   }
   return out;
 }
 
-// For each line after the first: the column of the innermost bracket still
-// open where the line starts (-1 when none), `first_col` being the column
-// the text's first byte sits at. Quotes and comments hold no brackets.
-std::vector<int> open_bracket_columns(const std::string& text, int first_col) {
-  std::vector<int> out;
-  std::vector<int> stack;
-  int col = first_col;
-  char quote = 0;
-  bool comment = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char ch = text[i];
-    if (ch == '\n') {
-      out.push_back(stack.empty() ? -1 : stack.back());
-      col = 0;
-      comment = false;
-      continue;
-    }
-    if (comment) {
-    } else if (quote) {
-      if (ch == '\\') {
-        ++i;
-        ++col;
-      } else if (ch == quote) {
-        quote = 0;
+// The brackets still open after the lines scanned so far, by column.
+// Quotes and comments hold no brackets.
+class BracketScan {
+ public:
+  // One line whose first byte sits at column `col`.
+  void line(std::string_view text, int col) {
+    for (size_t i = 0; i < text.size(); ++i, ++col) {
+      char ch = text[i];
+      if (quote_) {
+        if (ch == '\\') {
+          ++i;
+          ++col;
+        } else if (ch == quote_) {
+          quote_ = 0;
+        }
+      } else if (ch == '#') {
+        return;
+      } else if (ch == '\'' || ch == '"') {
+        quote_ = ch;
+      } else if (ch == '(' || ch == '[' || ch == '{') {
+        open_.push_back(col);
+      } else if ((ch == ')' || ch == ']' || ch == '}') && !open_.empty()) {
+        open_.pop_back();
       }
-    } else if (ch == '#') {
-      comment = true;
-    } else if (ch == '\'' || ch == '"') {
-      quote = ch;
-    } else if (ch == '(' || ch == '[' || ch == '{') {
-      stack.push_back(col);
-    } else if ((ch == ')' || ch == ']' || ch == '}') && !stack.empty()) {
-      stack.pop_back();
     }
-    ++col;
   }
-  return out;
-}
+  // The column of the innermost open bracket, -1 when none is open.
+  int innermost() const { return open_.empty() ? -1 : open_.back(); }
+
+ private:
+  std::vector<int> open_;
+  char quote_ = 0;
+};
 
 size_t indent_of(std::string_view line) {
   size_t n = 0;
@@ -136,32 +131,21 @@ size_t indent_of(std::string_view line) {
 // argument moved that bracket: `orig` is the rule's text starting at column
 // `orig_col`, `out` the patch's text of the same lines starting at `out_col`.
 std::string realigned(const std::string& out, int out_col, const std::string& orig, int orig_col) {
-  std::vector<int> want = open_bracket_columns(orig, orig_col);
-  std::vector<std::string_view> orig_lines;
-  for (size_t at = 0;;) {
-    size_t nl = orig.find('\n', at);
-    orig_lines.emplace_back(std::string_view(orig).substr(at, nl == std::string::npos ? std::string::npos : nl - at));
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
-  std::string result;
-  size_t at = 0;
-  for (size_t line = 0;; ++line) {
-    size_t nl = out.find('\n', at);
-    std::string text = out.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-    if (line > 0 && line < orig_lines.size() && want[line - 1] >= 0 &&
-        static_cast<int>(indent_of(orig_lines[line])) == want[line - 1] + 1) {
-      // where the patch's bracket is, given the lines before
-      std::vector<int> now = open_bracket_columns(result + "\n", out_col);
-      int bracket = now.empty() ? -1 : now.back();
-      if (bracket >= 0) text = std::string(static_cast<size_t>(bracket + 1), ' ') + text.substr(indent_of(text));
-    }
-    result += (line > 0 ? "\n" : "") + text;
-    if (nl == std::string::npos) break;
-    at = nl + 1;
-  }
+  std::vector<std::string_view> orig_lines = split_lines(orig), out_lines = split_lines(out);
   // The line counts differ (an argument spanning lines): leave it as it is.
-  return orig_lines.size() == static_cast<size_t>(std::count(out.begin(), out.end(), '\n')) + 1 ? result : out;
+  if (orig_lines.size() != out_lines.size()) return out;
+  BracketScan in_rule, in_patch;
+  std::string result;
+  for (size_t i = 0; i < out_lines.size(); ++i) {
+    std::string text(out_lines[i]);
+    if (i > 0 && in_rule.innermost() >= 0 && in_patch.innermost() >= 0 &&
+        static_cast<int>(indent_of(orig_lines[i])) == in_rule.innermost() + 1)
+      text = std::string(static_cast<size_t>(in_patch.innermost() + 1), ' ') + text.substr(indent_of(text));
+    in_rule.line(orig_lines[i], i == 0 ? orig_col : 0);
+    in_patch.line(text, i == 0 ? out_col : 0);
+    result += (i > 0 ? "\n" : "") + text;
+  }
+  return result;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "frontend/lexer.h"
 #include "frontend/literal.h"
 #include "util/file_io.h"
+#include "util/text_lines.h"
 
 namespace npufuse::catalog {
 namespace {
@@ -124,18 +125,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   return s;
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    lines.push_back(text.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  return lines;
 }
 
 int paren_balance(std::string_view s) {
