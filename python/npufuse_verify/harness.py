@@ -213,7 +213,6 @@ def run(spec):
                 raise RuntimeError(f"rule {loaded.id} has no search/replace pair to compare")
             sides = rule_sides(loaded, inputs)
         original, replacement, result["cut"] = sides
-        sides_from_rule = result["cut"].startswith("rule ")
         try:
             reference = _to_cpu(original(where))
             candidate = _to_cpu(replacement(where))
@@ -224,7 +223,6 @@ def run(spec):
                 raise
             result["cut_note"] = f"function cut not used: {spec['cut']['function']} needs more of self ({err})"
             original, replacement, result["cut"] = rule_sides(loaded, inputs)
-            sides_from_rule = True
             reference = _to_cpu(original(where))
             candidate = _to_cpu(replacement(where))
         tolerance = {name: dict(v) for name, v in (spec.get("tolerance") or {}).items()}
@@ -241,7 +239,7 @@ def run(spec):
         # the rule's own pair: the chain run in float32 on the same inputs tells the
         # chain's low-precision rounding from the replacement's error (compare_outputs)
         exact = None
-        if sides_from_rule:
+        if result["cut"].startswith("rule "):  # rule_sides
             exact = exact_outputs(rule, next(iter(loaded.searches.values())), clone_inputs(inputs))
         comparisons = compare_outputs(in_replacement_layout(rule, reference), candidate, tolerance, exact)
         result["outputs"] = [{"index": c.index, "dtype": str(c.dtype).replace("torch.", ""), "max_abs": c.max_abs,

@@ -108,21 +108,23 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
     check_allowed(vocabulary, "quant", "--quant", check::Value(options.quant));
     facts.set("quant", options.quant, "--quant");
   }
-  // The KV cache's quantisation follows from the scheme unless given: C8
-  // keeps it int8 per token and 128-wide tile (kv_cache_quant_mode 3, the
-  // reference MLA chains' C8 setting); the other schemes leave it unquantised.
-  if (const check::Value* q = known(facts, "quant"); q && q->is_str() && !known(facts, "kv_cache_quant_mode")) {
-    bool c8 = q->as_str() == "w8a8c8";
-    facts.set("kv_cache_quant_mode", int64_t{c8 ? 3 : 0},
-              fmt::format("quant = '{}': {}", q->as_str(),
-                          c8 ? "C8 keeps the KV cache int8 per token and 128-wide tile" : "the KV cache is not quantised"));
+  if (const check::Value* q = known(facts, "quant"); q && q->is_str()) {
+    const std::string scheme = q->as_str();
+    // The KV cache's quantisation follows from the scheme unless given: C8
+    // keeps it int8 per token and 128-wide tile (kv_cache_quant_mode 3, the
+    // reference MLA chains' C8 setting); the other schemes leave it unquantised.
+    if (!known(facts, "kv_cache_quant_mode")) {
+      bool c8 = scheme == "w8a8c8";
+      facts.set("kv_cache_quant_mode", int64_t{c8 ? 3 : 0},
+                fmt::format("quant = '{}': {}", scheme,
+                            c8 ? "C8 keeps the KV cache int8 per token and 128-wide tile" : "the KV cache is not quantised"));
+    }
+    // Unquantised weights leave the MLA prolog nothing to dequantise; a
+    // quantised scheme may map to mode 1 (W_uq_qr only) or 2 (all), which the
+    // deployment has to say.
+    if (scheme == "bf16" && !known(facts, "weight_quant_mode"))
+      facts.set("weight_quant_mode", int64_t{0}, "quant = 'bf16': the weights are not quantised");
   }
-  // Unquantised weights leave the MLA prolog nothing to dequantise; a
-  // quantised scheme may map to mode 1 (W_uq_qr only) or 2 (all), which the
-  // deployment has to say.
-  if (const check::Value* q = known(facts, "quant"); q && q->is_str() && q->as_str() == "bf16" &&
-                                                     !known(facts, "weight_quant_mode"))
-    facts.set("weight_quant_mode", int64_t{0}, "quant = 'bf16': the weights are not quantised");
   if (!options.torch_npu_version.empty()) facts.set("torch_npu_version", options.torch_npu_version, "--torch-npu-version");
   for (auto [name, value] : {std::pair{"tp", options.tp}, std::pair{"ep", options.ep}, std::pair{"dp", options.dp}}) {
     if (value < 0) throw std::invalid_argument(fmt::format("--{}: {} is not a world size", name, value));
