@@ -200,8 +200,12 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     std::string name = text.substr(prefix.size());
     // "view(...)": the analysis' own description of an unnamed value, not code.
     bool described = name.find("(...)") != std::string::npos;
+    uint32_t point = r.edit_point;
+    if (!described && is_identifier(name))
+      for (const auto& [begin, end] : r.hoisted)
+        if (!stores_of(*r.fn->fn, name, begin, end).empty()) point = end;
     if (origin.kind == Origin::Kind::Other ||
-        (!described && (!is_identifier(name) || name_holds(*r.fn, name, origin, r.edit_point)))) {
+        (!described && (!is_identifier(name) || name_holds(*r.fn, name, origin, point)))) {
       out.arguments[param] = text;
       continue;
     }

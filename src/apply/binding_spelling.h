@@ -27,6 +27,10 @@ struct SpellingRequest {
   // the results cut out of kept statements.
   std::vector<std::pair<uint32_t, uint32_t>> removed;
   const frontend::ast::FunctionDef* replace = nullptr;  // the rule's replace function
+  // Statements after edit_point that move before the replacement (the
+  // rewrite hoists them), in source order: a name one of them assigns is
+  // read where the last such statement ends.
+  std::vector<std::pair<uint32_t, uint32_t>> hoisted;
 };
 
 struct SpelledBindings {

@@ -15,6 +15,7 @@
 #include "apply/source_functions.h"
 #include "frontend/parser.h"
 #include "model/ast_walk.h"
+#include "util/identifier.h"
 
 namespace npufuse::apply {
 namespace {
@@ -280,8 +281,10 @@ std::set<std::string> changed_names(const ast::stmt* s) {
 
 // Whether list[i], between the chain's statements first..last, can run
 // before all of them: it reads no name they change before it (assigned or
-// changed in place), assigns no name any of them mentions, and neither
-// returns nor jumps.
+// changed in place), assigns no name those before it mention, and neither
+// returns nor jumps. The chain's statements after it may read what it
+// assigns (DeepSeek-V3.2's `topk_indices = self.indexer(...)` between the
+// scores and the index mask): it still runs before the replacement.
 bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t first, size_t last, size_t i,
                           const std::vector<bool>& touched) {
   const ast::stmt* h = list[i];
@@ -297,12 +300,12 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
   std::set<std::string> read_paths = mentioned_paths(h);
   for (size_t j = first; j <= last; ++j) {
     if (j == i || !touched[j]) continue;
+    if (j > i) continue;
     std::set<std::string> mentioned = mentioned_paths(list[j]);
     for (const std::string& n : writes)
       if (mentioned.count(n)) return false;
-    if (j < i)
-      for (const std::string& n : changed_names(list[j]))
-        if (read_paths.count(n)) return false;
+    for (const std::string& n : changed_names(list[j]))
+      if (read_paths.count(n)) return false;
   }
   return true;
 }
@@ -328,6 +331,27 @@ bool whole_loop_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32_
   return true;
 }
 
+// `if cond:` (no else) whose body is an optional step of the chain, which
+// the match holds with or without (plan::Candidate::apply_optional_ifs): the
+// test reads none of the chain's ops and every statement of the body holds
+// one. The rewrite replaces it whole, test and all: the replacement is the
+// rule's for the chain with the step and without it.
+bool optional_if_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32_t, uint32_t>>& ops,
+                          const std::vector<plan::Candidate::SourceRange>& optional_ifs, const std::string& file) {
+  auto* guard = ast::as<ast::If>(s);
+  if (!guard || guard->orelse.size || guard->body.size == 0) return false;
+  bool marked = std::any_of(optional_ifs.begin(), optional_ifs.end(), [&](const plan::Candidate::SourceRange& r) {
+    return r.file == file && r.begin == s->begin && r.end == s->end;
+  });
+  if (!marked) return false;
+  auto inside = [&](const auto& op, uint32_t begin, uint32_t end) { return begin <= op.first && op.second <= end; };
+  for (const auto& op : ops)
+    if (inside(op, guard->test->begin, guard->test->end)) return false;
+  for (const ast::stmt* b : guard->body)
+    if (std::none_of(ops.begin(), ops.end(), [&](const auto& op) { return inside(op, b->begin, b->end); })) return false;
+  return true;
+}
+
 // A statement of the run that stays, with the chain's results inside it
 // replaced by the names the replacement assigns.
 struct KeptStatement {
@@ -347,6 +371,144 @@ std::string kept_text(const model::ModelFile& file, const ast::stmt* s, const Ke
   }
   out.append(text.substr(at, s->end - at));
   return out;
+}
+
+// When every read of `gone` names in fn from byte `from` on is a bare element
+// of a returned tuple (HF's `return attn_output, attn_weights` after the
+// weights were fused away), and fn is a module-level function whose every
+// use is a call whose result is unpacked with `_` at those places
+// (`attn_output, _ = eager_attention_forward(...)`): the edits returning None
+// there instead. nullopt otherwise.
+std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const std::set<std::string>& gone, uint32_t from,
+                                                   const model::SourceSet& sources, const std::string& candidate) {
+  if (fn.is_method) return std::nullopt;
+  std::vector<Edit> edits;
+  std::set<size_t> places;  // tuple positions returned as None
+  size_t arity = 0;
+  bool other_read = false;
+  model::walk(fn.fn, [&](const ast::Node* x) {
+    if (other_read || x->end <= from) return !other_read;
+    if (auto* ret = ast::as<ast::Return>(x)) {
+      auto* tuple = ret->value ? ast::as<ast::Tuple>(ret->value) : nullptr;
+      if (!tuple) return true;
+      for (size_t i = 0; i < tuple->elts.size; ++i) {
+        auto* name = ast::as<ast::Name>(tuple->elts[i]);
+        if (!name || !gone.count(std::string(name->id))) continue;
+        if (arity && arity != tuple->elts.size) other_read = true;
+        arity = tuple->elts.size;
+        places.insert(i);
+        edits.push_back(Edit{fn.file->path, name->begin, name->end, "None", candidate});
+      }
+      // the other elements may still read a gone name inside an expression
+      for (size_t i = 0; i < tuple->elts.size; ++i)
+        if (!ast::as<ast::Name>(tuple->elts[i]) &&
+            !names_in(tuple->elts[i], ast::expr_context::Load).empty()) {
+          for (const std::string& n : names_in(tuple->elts[i], ast::expr_context::Load))
+            if (gone.count(n)) other_read = true;
+        }
+      return false;
+    }
+    if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load && x->begin >= from &&
+                                            gone.count(std::string(name->id)))
+      other_read = true;
+    return !other_read;
+  });
+  if (other_read || edits.empty()) return std::nullopt;
+  // Every use of the function: `a, _ = fn(...)` with `_` at each place.
+  const std::string name(fn.fn->name);
+  bool all_dropped = true;
+  size_t uses = 0;
+  for (const auto& f : sources.files()) {
+    std::set<const ast::Node*> dropping_calls;
+    model::walk(f->parsed->module, [&](const ast::Node* x) {
+      auto* assign = ast::as<ast::Assign>(x);
+      auto* call = assign ? ast::as<ast::Call>(assign->value) : nullptr;
+      auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
+      if (!callee || callee->id != name || assign->targets.size != 1) return true;
+      auto* targets = ast::as<ast::Tuple>(assign->targets[0]);
+      if (!targets || targets->elts.size != arity) return true;
+      bool drops = std::all_of(places.begin(), places.end(), [&](size_t i) {
+        auto* t = ast::as<ast::Name>(targets->elts[i]);
+        return t && t->id == "_";
+      });
+      if (drops) dropping_calls.insert(callee);
+      return true;
+    });
+    model::walk(f->parsed->module, [&](const ast::Node* x) {
+      if (auto* n = ast::as<ast::Name>(x); n && n->id == name && n->ctx == ast::expr_context::Load) {
+        ++uses;
+        if (!dropping_calls.count(x)) all_dropped = false;
+      }
+      return all_dropped;
+    });
+  }
+  if (!all_dropped || uses == 0) return std::nullopt;
+  return edits;
+}
+
+// `a.b.c`: identifiers joined by dots.
+bool is_dotted_path(const std::string& text) {
+  size_t at = 0;
+  for (;;) {
+    size_t dot = text.find('.', at);
+    if (!is_identifier(text.substr(at, dot == std::string::npos ? std::string::npos : dot - at))) return false;
+    if (dot == std::string::npos) return true;
+    at = dot + 1;
+  }
+}
+
+// Whether an if or a loop statement of fn spans exactly `r` (the merge after
+// it, rather than one at a call).
+bool branching_statement_at(const ast::FunctionDef& fn, const Range& r) {
+  bool found = false;
+  model::walk(&fn, [&](const ast::Node* x) {
+    if (found) return false;
+    if ((ast::as<ast::If>(x) || ast::as<ast::For>(x) || ast::as<ast::AsyncFor>(x) || ast::as<ast::While>(x)) &&
+        x->begin == r.begin && x->end == r.end)
+      found = true;
+    return !found;
+  });
+  return found;
+}
+
+bool same_range(const Range& a, const Range& b) { return a.file == b.file && a.begin == b.begin && a.end == b.end; }
+
+// `c` with the casts and views it took over on the way to some bindings left
+// out, those bindings reading the value after them instead
+// (plan::Candidate::ReaderSide), when `ops` all lie among them; nullopt
+// otherwise.
+std::optional<plan::Candidate> leaving_views(const plan::Candidate& c, const std::vector<Range>& ops) {
+  std::set<size_t> bindings;
+  for (const Range& op : ops) {
+    bool covered = false;
+    for (size_t i = 0; i < c.apply_binding_readers.size() && i < c.apply_bindings.size(); ++i) {
+      const std::vector<Range>& passed = c.apply_binding_readers[i].passed;
+      if (std::any_of(passed.begin(), passed.end(), [&](const Range& p) { return same_range(p, op); })) {
+        bindings.insert(i);
+        covered = true;
+      }
+    }
+    if (!covered) return std::nullopt;
+  }
+  if (bindings.empty()) return std::nullopt;
+  plan::Candidate left = c;
+  left.apply_ops.clear();
+  left.apply_op_copies.clear();
+  for (size_t k = 0; k < c.apply_ops.size(); ++k) {
+    bool passed = std::any_of(bindings.begin(), bindings.end(), [&](size_t i) {
+      const std::vector<Range>& p = c.apply_binding_readers[i].passed;
+      return std::any_of(p.begin(), p.end(), [&](const Range& r) { return same_range(r, c.apply_ops[k]); });
+    });
+    if (passed) continue;
+    left.apply_ops.push_back(c.apply_ops[k]);
+    if (k < c.apply_op_copies.size()) left.apply_op_copies.push_back(c.apply_op_copies[k]);
+  }
+  for (size_t i : bindings) {
+    left.apply_bindings[i].second = c.apply_binding_readers[i].text;
+    if (i < left.apply_binding_origins.size()) left.apply_binding_origins[i] = c.apply_binding_readers[i].origin;
+    left.apply_binding_readers[i] = {};
+  }
+  return left;
 }
 
 std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
@@ -378,6 +540,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // others; the helpers must be called by the rewritten statements.
   std::vector<std::pair<uint32_t, uint32_t>> local;
   std::set<std::string> helpers;
+  std::map<std::string, std::vector<Range>> helper_ops;
   for (const Range& op : c.apply_ops) {
     if (op.file == file->path && holds(fn->fn, op) && op.begin >= fn->fn->body[0]->begin) {
       local.emplace_back(op.begin, op.end);
@@ -389,8 +552,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       return Refused{fmt::format("an op of the chain lies outside any function ({}:{})", op.file,
                                  other ? line_of(*other, op.begin) : 0), here};
     helpers.insert(helper->qualified);
+    helper_ops[helper->qualified].push_back(op);
   }
   for (const Range& out : outputs) local.emplace_back(out.begin, out.end);
+  // The call of an inlined helper with several returns is a merge the chain
+  // passes (`key_states = repeat_kv(key, n)`, whose `if n_rep == 1: return`
+  // joins the repeat): its statement belongs to the chain, though its ops
+  // lie in the helper.
+  for (const Range& merge : c.apply_merges)
+    if (merge.file == file->path && holds(fn->fn, merge) && merge.begin >= fn->fn->body[0]->begin &&
+        !branching_statement_at(*fn->fn, merge))
+      local.emplace_back(merge.begin, merge.end);
 
   // The run of statements of the innermost block that holds them.
   ChainBlock block = innermost_block(*fn->fn, local);
@@ -420,7 +592,8 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (const auto& [begin, end] : local)
     for (size_t i = 0; i < list.size(); ++i) {
       if (!(list[i]->begin <= begin && end <= list[i]->end)) continue;
-      if (std::string kind = compound_kind(list[i]); !kind.empty() && !whole_loop_of_chain(list[i], local))
+      if (std::string kind = compound_kind(list[i]); !kind.empty() && !whole_loop_of_chain(list[i], local) &&
+                                                     !optional_if_of_chain(list[i], local, c.apply_optional_ifs, file->path))
         return Refused{fmt::format("the chain's ops lie in the header and body, or in several clauses, of the {} "
                                    "statement at {}:{}; edit it by hand", kind, file->path, list[i]->lineno), here};
       touched[i] = true;
@@ -461,8 +634,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
                                hoisted.front()->lineno), here};
   std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
   for (const std::string& h : helpers)
-    if (!run_calls(run, *fn, h, sources))
+    if (!run_calls(run, *fn, h, sources)) {
+      // Only casts or views the chain took over on its way to a binding lie
+      // there (a rotary helper's closing `.flatten(3).type_as(x)`): they
+      // stay, and the replacement reads the value after them.
+      // Only where the chain was matched: elsewhere bindings are spelt
+      // through the call's arguments, which name the value before them.
+      if (fn->qualified == c.apply_function)
+        if (std::optional<plan::Candidate> left = leaving_views(c, helper_ops[h]))
+          return rewrite(*left, sources, rule, config);
       return Refused{fmt::format("the chain spans {} and {}, which those statements do not call", fn->qualified, h), here};
+    }
 
   ReplacementRequest request;
   request.replace = rule.replace;
@@ -580,6 +762,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
   for (const std::string& t : request.targets) gone.erase(t);
   for (const OrderedLine& o : ordered) gone.erase(o.name);
+  // A kept statement binding the name again after the last removed statement
+  // that bound it (HF's `attn_output = attn_output.transpose(1, 2).contiguous()`
+  // after the matmul it reads): later reads see the kept statement's value.
+  for (const auto& [s, k] : kept)
+    for (const std::string& n : names_in(s, ast::expr_context::Store)) {
+      bool bound_later = std::any_of(run.begin(), run.end(), [&, s = s](const ast::stmt* x) {
+        return x->begin > s->begin && !kept.count(x) && !copies.count(x) && !moved.count(x) &&
+               names_in(x, ast::expr_context::Store).count(n);
+      });
+      if (!bound_later) gone.erase(n);
+    }
   // A copy reads only results bound before it or names the run leaves alone;
   // and no chain statement after a copy reads the name it assigns (the
   // replacement reads everything before the copy runs).
@@ -611,17 +804,25 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // After the run; inside a loop, the next iteration reads the loop's whole body.
   uint32_t scope_begin = block.loop ? block.loop->begin : run.back()->end;
   uint32_t scope_end = block.loop ? block.loop->end : fn->fn->end;
+  std::vector<Edit> returned_none;
   for (const ast::stmt* s : fn->fn->body) {
     auto [read, line] = first_read(*file, s, scope_begin, scope_end, gone);
     bool in_run = !read.empty() && line >= static_cast<int>(run.front()->lineno) &&
                   line <= line_of(*file, run.back()->end);
-    if (!read.empty() && !in_run)
-      return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, line), here};
+    if (read.empty() || in_run) continue;
+    // Only returned, to callers that all drop it: it is returned as None.
+    if (!block.loop)
+      if (std::optional<std::vector<Edit>> none = discarded_returns(*fn, gone, scope_begin, sources, c.id)) {
+        returned_none = std::move(*none);
+        break;
+      }
+    return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, line), here};
   }
 
   if (fn->qualified == c.apply_function) {
     // Matched in fn itself: each binding spelt where the replacement goes.
-    SpellingRequest spelling{&*fn, run.front()->begin, {}, rule.replace};
+    SpellingRequest spelling{&*fn, run.front()->begin, {}, rule.replace, {}};
+    for (const ast::stmt* h : hoisted) spelling.hoisted.emplace_back(h->begin, h->end);
     for (const ast::stmt* s : run) {
       if (auto k = kept.find(s); k != kept.end())
         for (const auto& [range, name] : k->second.results) spelling.removed.emplace_back(range.begin, range.end);
@@ -729,6 +930,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     edit_begin = std::min(edit_begin, wrapper->begin);
   }
   for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h) replaced = text_of(*file, *h) + "\n" + *outer_indent + replaced;
+  buffers.edits.insert(buffers.edits.end(), returned_none.begin(), returned_none.end());
   return Rewritten{Edit{file->path, edit_begin, run.back()->end, replaced, c.id}, buffers.edits};
 }
 
@@ -765,6 +967,14 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
   for (const auto& [param, text] : c.apply_bindings) {
     auto it = caller_text_to_param.find(text);
     if (it == caller_text_to_param.end()) {
+      // `self.scaling` in the caller, which passes `self` as fn's `module`:
+      // `module.scaling` inside fn.
+      size_t dot = text.find('.');
+      auto base = dot == std::string::npos ? caller_text_to_param.end() : caller_text_to_param.find(text.substr(0, dot));
+      if (base != caller_text_to_param.end() && is_identifier(base->first) && is_dotted_path(text)) {
+        out[param] = base->second + text.substr(dot);
+        continue;
+      }
       missing = fmt::format("{} = {} (bound in {}) has no name inside {}", param, text, c.apply_function, fn.qualified);
       return {};
     }

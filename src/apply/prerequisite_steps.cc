@@ -48,6 +48,15 @@ PrerequisiteHandling handling_of(const plan::PrerequisiteItem& p) {
     return {PrerequisiteWay::ByTheRewrite,
             "the replacement transposes W_UV on each call; keeping it transposed from load time is a further speed-up, by "
             "hand"};
+  // sparse_flash_attention's replacement passes the chain's indices as int32
+  // [b, s, 1, k]. The chain scatters them into its mask, so each lies in
+  // [0, kv_len) (scatter_ refuses others) and none is -1; a row with fewer
+  // keys than top-k holds positions past the causal limit, which the model's
+  // mask takes out and sparse_mode=3 drops.
+  if (p.id == "padded_topk_indices")
+    return {PrerequisiteWay::ByTheRewrite,
+            "the replacement passes the chain's own indices as int32 [b, s, 1, k]; the positions a short row's top-k takes "
+            "past the causal limit are dropped by sparse_mode=3 as the model's mask drops them"};
   if (p.id.rfind("take_output_", 0) == 0)
     return {PrerequisiteWay::Manual, "the model reads a value the operator returns only when asked for it"};
   if (p.id.rfind("keep_intermediate", 0) == 0)

@@ -101,6 +101,7 @@ class Walk {
     a.binding_passed = s.binding_passed;
     a.matched = ok ? s_.matched : best_.matched;
     a.optional_skipped = s.skipped;
+    a.optional_merges = s.optional_merges;
     for (const std::string& b : s.branches)
       if (std::find(a.branches.begin(), a.branches.end(), b) == a.branches.end()) a.branches.push_back(b);
     for (int v : p_.anchors) {
@@ -152,6 +153,7 @@ class Walk {
     int matched = 0;
     int skipped = 0;
     std::vector<std::string> branches;  // conditions of the branches a phi was entered through
+    std::vector<int> optional_merges;   // phis entered through the arm that has an optional step
     // The first binding RULE["match"] refused: in a lenient walk any, in a
     // strict one a layouts refusal, deferred until the rest of the pattern is met.
     std::string refusal;
@@ -170,7 +172,7 @@ class Walk {
   // A point to come back to: the sizes of the append-only parts and the
   // scalars. Only valid on the state it was taken from or one grown from it.
   struct Checkpoint {
-    size_t claimed, passed, binding_passed, branches, reciprocal, journal;
+    size_t claimed, passed, binding_passed, branches, optional_merges, reciprocal, journal;
     int matched, skipped;
     std::string refusal;
     int refusal_at;
@@ -178,7 +180,8 @@ class Walk {
   };
 
   Checkpoint mark() const {
-    return {s_.claimed.size(), s_.passed.size(), s_.binding_passed.size(), s_.branches.size(), s_.reciprocal.size(),
+    return {s_.claimed.size(), s_.passed.size(), s_.binding_passed.size(), s_.branches.size(),
+            s_.optional_merges.size(), s_.reciprocal.size(),
             s_.journal.size(), s_.matched, s_.skipped, s_.refusal, s_.refusal_at, s_.refusal_needs_rest};
   }
 
@@ -192,6 +195,7 @@ class Walk {
     s_.passed.resize(c.passed);
     s_.binding_passed.resize(c.binding_passed);
     s_.branches.resize(c.branches);
+    s_.optional_merges.resize(c.optional_merges);
     s_.reciprocal.resize(c.reciprocal);
     s_.matched = c.matched;
     s_.skipped = c.skipped;
@@ -458,7 +462,14 @@ class Walk {
         const std::string& branch = tg_.producer_of(through_casts(tg_, in)).condition;
         if (branch != T.condition && !branch.empty() && !optional_step) s_.branches.push_back(branch);
         if (value(pv, in)) {
-          if (!optional_step || s_.skipped == saved.skipped) return true;
+          if (!optional_step) return true;
+          // The arm where the step itself was paired (a deeper optional
+          // step, a missing repeat_kv, may have been skipped on either).
+          const int step = s_.op_map[static_cast<size_t>(P.id)];
+          if (step >= 0) {
+            if (other_arms_skip_step(T, in, step)) s_.optional_merges.push_back(T.id);
+            return true;
+          }
           if (!fallback) fallback = s_;
         }
         rollback(saved);
@@ -512,6 +523,21 @@ class Walk {
       return value(rest, tv);
     }
     return pair(P, T, tv, out_index, passed);
+  }
+
+  // Every arm of `merge` other than `taken` is an input of `step` (the
+  // model op an optional pattern step was paired with): the other arm is the
+  // same chain with the step left out.
+  bool other_arms_skip_step(const DataflowOp& merge, int taken, int step) const {
+    if (step < 0) return false;
+    const DataflowOp& op = tg_.ops[static_cast<size_t>(step)];
+    for (int arm : merge.inputs) {
+      if (arm == taken) continue;
+      int plain = through_casts(tg_, arm);
+      if (std::none_of(op.inputs.begin(), op.inputs.end(), [&](int in) { return through_casts(tg_, in) == plain; }))
+        return false;
+    }
+    return true;
   }
 
   bool is_constant(const FunctionDataflow& g, int v, double number) {

@@ -23,6 +23,10 @@ struct Attempt {
   int matched = 0;                  // pattern ops matched (on failure: at the deepest point reached)
   int optional_skipped = 0;
   std::vector<std::string> branches;  // branch conditions the match depends on
+  // Branch merges (phi ops) entered through the arm that has an optional
+  // step (`if mask is not None: s = s + mask`): the other arm is the same
+  // chain without that step, so the match holds on either.
+  std::vector<int> optional_merges;
   // On failure: why, where, and the steps that led there (outermost first).
   std::string reason;
   int failed_at = -1;               // target op the failure was found at

@@ -615,6 +615,11 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     m.pattern = &p;
     m.ops = ops;
     m.anchors = a.anchors;
+    m.optional_merges = a.optional_merges;
+    for (int id : a.binding_passed)
+      if (std::binary_search(ops.begin(), ops.end(), id) &&
+          std::find(m.binding_passed.begin(), m.binding_passed.end(), id) == m.binding_passed.end())
+        m.binding_passed.push_back(id);
     // A partial match (RULE["match"] partial_returns) names only what the model computes.
     if (p.options.partial_returns) m.anchors.erase(std::remove(m.anchors.begin(), m.anchors.end(), -1), m.anchors.end());
     for (size_t i = 0; i < p.parameters.size() && i < a.binding.size(); ++i) {

@@ -61,6 +61,14 @@ struct Match {
   // Non-empty when the match goes through one branch of an `if` whose other
   // branch computes something else: the conditions it needs, joined by " and ".
   std::string condition;
+  // Branch merges the match entered through the arm holding an optional step
+  // whose other arm is the same chain without it (`if mask is not None:
+  // scores = scores + mask`): the match holds either way (no condition).
+  std::vector<int> optional_merges;
+  // The casts and layout views passed on the way back from an op of the chain
+  // to a parameter's value (`q_pe = out.type_as(x)` read for the parameter
+  // bound to `out`), where `ops` holds them: the chain takes them over.
+  std::vector<int> binding_passed;
   double confidence = 1.0;           // < 1 when only part of the pattern is optional-matched
   std::vector<std::string> hints;    // class names / decorators that agreed ("class LlamaRMSNorm")
 };

@@ -1,5 +1,9 @@
 #include "plan/apply_site.h"
 
+#include <algorithm>
+
+#include "match/value_view.h"
+
 namespace npufuse::plan {
 namespace {
 
@@ -13,6 +17,42 @@ Candidate::BindingOrigin origin_of(const model::DataflowOp& op) {
   if (op.name == "phi") return {Kind::Merge, range_of(op)};
   if (computes(op)) return {Kind::Expression, range_of(op)};
   return {Kind::Other, range_of(op)};
+}
+
+// The reader's side of binding `b`: from the bound value forward through the
+// casts and views the chain took over (one reader each), to the value an op
+// of the chain reads.
+Candidate::ReaderSide reader_side(const match::Match& m, const match::Binding& b) {
+  Candidate::ReaderSide side;
+  if (b.value < 0 || b.spelled >= 0 || m.binding_passed.empty()) return side;
+  const model::FunctionDataflow& g = *m.target;
+  int v = b.value;
+  for (;;) {
+    int next = -1;
+    for (int r : g.consumers(v)) {
+      if (std::find(m.binding_passed.begin(), m.binding_passed.end(), r) == m.binding_passed.end()) continue;
+      if (next >= 0) return Candidate::ReaderSide{};  // two ways on: no one reader's side
+      next = r;
+    }
+    if (next < 0) break;
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(next)];
+    if (op.outputs.size() != 1) return Candidate::ReaderSide{};
+    side.passed.push_back(range_of(op));
+    v = op.outputs[0];
+  }
+  if (side.passed.empty()) return side;
+  // Views the walk passed before the value it bound (`.flatten(3)` under the
+  // `.type_as(x)` it bound through): taken over too.
+  for (int u = b.value;;) {
+    const model::DataflowOp& op = g.producer_of(u);
+    if (std::find(m.binding_passed.begin(), m.binding_passed.end(), op.id) == m.binding_passed.end() || op.inputs.empty())
+      break;
+    side.passed.push_back(range_of(op));
+    u = op.inputs[0];
+  }
+  side.text = match::value_spelling(g, v);
+  side.origin = origin_of(g.producer_of(v));
+  return side;
 }
 
 }  // namespace
@@ -41,7 +81,10 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
       c.apply_op_copies.push_back(op.unrolled);
     }
     c.apply_across_layers |= op.unrolled != 0;
+    if (op.name == "phi" && op.file) c.apply_merges.push_back(range_of(op));
   }
+  for (int id : m.optional_merges)
+    if (const model::DataflowOp& op = g.ops[static_cast<size_t>(id)]; op.file) c.apply_optional_ifs.push_back(range_of(op));
   for (size_t i = 0; i < m.anchors.size(); ++i) {
     const int anchor = m.anchors[i];
     if (anchor < 0 || static_cast<size_t>(anchor) >= g.values.size()) continue;
@@ -52,6 +95,7 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
   }
   for (const match::Binding& b : m.bindings) {
     c.apply_bindings.emplace_back(b.parameter, b.text);
+    c.apply_binding_readers.push_back(reader_side(m, b));
     if (b.spelled >= 0) {
       // The name a tuple assignment (or an index into a tuple) gave the value.
       const model::DataflowOp& alias = g.producer_of(b.spelled);

@@ -108,6 +108,14 @@ struct Candidate {
   // the final norm): no one function's code holds it.
   bool apply_across_layers = false;
   std::vector<SourceRange> apply_ops;            // the matched computing ops
+  // `if` statements (no else) whose body is an optional step of the chain
+  // and which the match holds with or without (match::Match::optional_merges):
+  // the rewrite may replace them whole.
+  std::vector<SourceRange> apply_optional_ifs;
+  // Every branch merge the chain passes (phi ops): an `if` or loop statement,
+  // or the call of an inlined helper with several returns, whose statement
+  // then belongs to the chain.
+  std::vector<SourceRange> apply_merges;
   std::vector<int> apply_op_copies;              // per apply_ops entry, its copy of the unrolled layer loop (0: outside)
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
@@ -129,6 +137,17 @@ struct Candidate {
     SourceRange range;
   };
   std::vector<BindingOrigin> apply_binding_origins;
+  // Per binding (parallel to apply_bindings), when the chain took over casts
+  // or views between the bound value and the op that reads it: that op's
+  // side of them (its spelling and origin) and the ranges of the ops passed.
+  // A rewrite that cannot take them over (they lie in a helper its statements
+  // do not call) leaves them and binds the reader's side instead.
+  struct ReaderSide {
+    std::string text;
+    BindingOrigin origin;
+    std::vector<SourceRange> passed;  // empty: nothing passed, the binding is the reader's side
+  };
+  std::vector<ReaderSide> apply_binding_readers;
 
   // The model expression bound to a replace parameter; empty when unbound.
   std::string binding(const std::string& parameter) const {

@@ -1,0 +1,122 @@
+// Which statements a chain rewrite takes in: an `if` holding an optional step
+// of the chain, a statement between the chain's statements that only
+// computes one of its inputs, and a kept statement binding a removed name
+// again.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "apply/patch_plan.h"
+#include "apply_test_support.h"
+#include "plan/analyze.h"
+#include "report/plan_json.h"
+
+namespace npufuse::apply {
+namespace {
+
+using testing::ScratchDir;
+
+// The attention class of `body` (its forward's statements after the score
+// matmul), analysed and patched; `forward_args` are the parameters after
+// query, key and value.
+PatchSet patched(const ScratchDir& dir, const std::string& forward_args, const std::string& body) {
+  write_file_atomic(dir.file("model.py"),
+                    "import torch\n"
+                    "import torch.nn.functional as F\n"
+                    "from torch import nn\n"
+                    "\n"
+                    "\n"
+                    "class Attention(nn.Module):\n"
+                    "    def __init__(self, head_dim):\n"
+                    "        super().__init__()\n"
+                    "        self.scaling = head_dim ** -0.5\n"
+                    "\n"
+                    "    def forward(self, query, key, value, " +
+                        forward_args +
+                        "):\n"
+                        "        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling\n" +
+                        body);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+}
+
+bool applied(const PatchSet& set, const std::string& rule) {
+  return std::any_of(set.applied.begin(), set.applied.end(),
+                     [&](const std::string& id) { return id.rfind(rule + "@", 0) == 0; });
+}
+
+std::string listed(const PatchSet& set) {
+  std::string out = fmt::format("applied: {}\n", fmt::join(set.applied, ", "));
+  for (const ManualStep& m : set.manual) out += m.candidate + ": " + m.what + "\n";
+  return out;
+}
+
+TEST(ChainStatements, AnIfHoldingAnOptionalStepGoesWithTheChain) {
+  ScratchDir dir("optional_if");
+  PatchSet set = patched(dir, "attention_mask",
+                         "        if attention_mask is not None:\n"
+                         "            scores = scores + attention_mask\n"
+                         "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                         "        return torch.matmul(probs, value).transpose(1, 2)\n");
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  ASSERT_EQ(set.files.size(), 1u);
+  const std::string& text = set.files[0].patched;
+  // the whole if went: the replacement is the rule's with the mask add and without it
+  EXPECT_EQ(text.find("if attention_mask is not None"), std::string::npos) << text;
+  EXPECT_EQ(text.find("softmax"), std::string::npos) << text;
+  EXPECT_NE(text.find("torch_npu.npu_fused_infer_attention_score("), std::string::npos) << text;
+}
+
+TEST(ChainStatements, AnIfWhoseOtherArmComputesSomethingElseStaysByHand) {
+  ScratchDir dir("if_else");
+  PatchSet set = patched(dir, "attention_mask",
+                         "        if attention_mask is not None:\n"
+                         "            scores = scores + attention_mask\n"
+                         "        else:\n"
+                         "            scores = scores * 0.5\n"
+                         "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                         "        return torch.matmul(probs, value).transpose(1, 2)\n");
+  EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
+  for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("else:"), std::string::npos) << f.patched;
+}
+
+TEST(ChainStatements, AStatementComputingALaterInputMovesBeforeTheReplacement) {
+  ScratchDir dir("hoisted_input");
+  // `bias` sits between the chain's statements and is read by its mask add.
+  PatchSet set = patched(dir, "positions",
+                         "        bias = torch.zeros(positions.shape[0], positions.shape[0]).triu(1) * -1e9\n"
+                         "        scores = scores + bias\n"
+                         "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                         "        return torch.matmul(probs, value).transpose(1, 2)\n");
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  size_t bias = text.find("bias = torch.zeros");
+  size_t fused = text.find("npu_fused_infer_attention_score(");
+  ASSERT_NE(bias, std::string::npos) << text;
+  EXPECT_LT(bias, fused) << text;
+  EXPECT_EQ(text.find("scores"), std::string::npos) << text;
+}
+
+TEST(ChainStatements, AKeptStatementBindingTheResultsNameAgainMayBeReadAfter) {
+  ScratchDir dir("kept_rebinding");
+  // HF's closing lines: the result is the transpose inside a kept statement
+  // that binds `attn_output` again; the return reads that binding.
+  PatchSet set = patched(dir, "attention_mask",
+                         "        scores = scores + attention_mask\n"
+                         "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                         "        attn_output = torch.matmul(probs, value)\n"
+                         "        attn_output = attn_output.transpose(1, 2).contiguous()\n"
+                         "        return attn_output\n");
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  EXPECT_NE(text.find(".contiguous()\n        return attn_output\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("torch.matmul(probs"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace npufuse::apply
