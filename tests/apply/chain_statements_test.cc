@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "apply/patch_plan.h"
@@ -116,6 +117,118 @@ TEST(ChainStatements, AKeptStatementBindingTheResultsNameAgainMayBeReadAfter) {
   const std::string& text = set.files[0].patched;
   EXPECT_NE(text.find(".contiguous()\n        return attn_output\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("torch.matmul(probs"), std::string::npos) << text;
+}
+
+TEST(ChainStatements, AModuleLevelAttentionTakesItsHelpersCallsAndReturnsNoneForDroppedWeights) {
+  ScratchDir dir("module_level");
+  // The built-in rules, with fia_decode's prerequisites dropped so that apply
+  // rewrites it (what is tested here is how the chain's statements are taken).
+  std::filesystem::copy(testing::source_path("rules"), dir.file("rules"), std::filesystem::copy_options::recursive);
+  std::string rule = read_file(dir.file("rules/attention/fia_decode.py"));
+  size_t from = rule.find("    \"prerequisites\": [");
+  size_t to = rule.find("\n    ],\n", from);
+  ASSERT_NE(to, std::string::npos);
+  rule.replace(from, to + 7 - from, "    \"prerequisites\": [],\n");
+  rule = testing::replaced(rule, "\"safety\": \"needs_prerequisites\"", "\"safety\": \"safe\"");
+  write_file_atomic(dir.file("rules/attention/fia_decode.py"), rule);
+  write_file_atomic(dir.file("model.py"),
+                    "import torch\n"
+                    "import torch.nn.functional as F\n"
+                    "from torch import nn\n"
+                    "\n"
+                    "\n"
+                    "def repeat_kv(x, n_rep):\n"
+                    "    if n_rep == 1:\n"
+                    "        return x\n"
+                    "    b, h, s, d = x.shape\n"
+                    "    return x[:, :, None].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)\n"
+                    "\n"
+                    "\n"
+                    "def attend(module, query, key_cache, value_cache, kv_len):\n"
+                    "    keys = repeat_kv(key_cache, module.n_rep)\n"
+                    "    values = repeat_kv(value_cache, module.n_rep)\n"
+                    "    scores = torch.matmul(query, keys.transpose(2, 3)) * module.scaling\n"
+                    "    positions = torch.arange(key_cache.shape[2])\n"
+                    "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
+                    "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
+                    "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                    "    out = torch.matmul(probs, values)\n"
+                    "    return out, probs\n"
+                    "\n"
+                    "\n"
+                    "class Attention(nn.Module):\n"
+                    "    def __init__(self, n_rep, head_dim):\n"
+                    "        super().__init__()\n"
+                    "        self.n_rep = n_rep\n"
+                    "        self.scaling = head_dim ** -0.5\n"
+                    "\n"
+                    "    def forward(self, query, key_cache, value_cache, kv_len):\n"
+                    "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
+                    "        return out\n");
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.rules_dir = dir.file("rules");
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  ASSERT_TRUE(applied(set, "attention.fia_decode")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  // the repeat_kv calls went with the chain (their early return is a merge it passes)
+  EXPECT_EQ(text.find("keys = repeat_kv"), std::string::npos) << text;
+  // self.scaling in the caller is module.scaling here
+  EXPECT_NE(text.find("scale=module.scaling"), std::string::npos) << text;
+  // the weights are fused away and every caller drops them
+  EXPECT_NE(text.find("    return out, None\n"), std::string::npos) << text;
+}
+
+// Used otherwise than called and unpacked with `_` (a registry), the function
+// keeps returning the weights: the analysis asks to keep them, and apply's
+// own check of the function's uses would refuse too.
+TEST(ChainStatements, DroppedWeightsStayWhenTheFunctionIsUsedOtherwise) {
+  ScratchDir dir("module_level_kept");
+  std::filesystem::copy(testing::source_path("rules"), dir.file("rules"), std::filesystem::copy_options::recursive);
+  std::string rule = read_file(dir.file("rules/attention/fia_decode.py"));
+  size_t from = rule.find("    \"prerequisites\": [");
+  size_t to = rule.find("\n    ],\n", from);
+  ASSERT_NE(to, std::string::npos);
+  rule.replace(from, to + 7 - from, "    \"prerequisites\": [],\n");
+  rule = testing::replaced(rule, "\"safety\": \"needs_prerequisites\"", "\"safety\": \"safe\"");
+  write_file_atomic(dir.file("rules/attention/fia_decode.py"), rule);
+  write_file_atomic(dir.file("model.py"),
+                    "import torch\n"
+                    "import torch.nn.functional as F\n"
+                    "from torch import nn\n"
+                    "\n"
+                    "\n"
+                    "def attend(module, query, key_cache, value_cache, kv_len):\n"
+                    "    scores = torch.matmul(query, key_cache.transpose(2, 3)) * module.scaling\n"
+                    "    positions = torch.arange(key_cache.shape[2])\n"
+                    "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
+                    "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
+                    "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                    "    out = torch.matmul(probs, value_cache)\n"
+                    "    return out, probs\n"
+                    "\n"
+                    "\n"
+                    "class Attention(nn.Module):\n"
+                    "    def __init__(self, head_dim):\n"
+                    "        super().__init__()\n"
+                    "        self.scaling = head_dim ** -0.5\n"
+                    "\n"
+                    "    def forward(self, query, key_cache, value_cache, kv_len):\n"
+                    "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
+                    "        return out\n"
+                    "\n"
+                    "\n"
+                    "\n"
+                    "# a registry others may call through, keeping both results\n"
+                    "IMPLEMENTATIONS = {\"eager\": attend}\n");
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.rules_dir = dir.file("rules");
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  EXPECT_FALSE(applied(set, "attention.fia_decode")) << listed(set);
+  for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("    return out, probs\n"), std::string::npos);
 }
 
 }  // namespace
