@@ -334,7 +334,7 @@ bool whole_loop_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32_
 // `if cond:` (no else) whose body is an optional step of the chain, which
 // the match holds with or without (plan::Candidate::apply_optional_ifs): the
 // test reads none of the chain's ops and every statement of the body holds
-// one. The rewrite replaces it whole, test and all: the replacement is the
+// one or binds a name. The rewrite replaces it whole, test and all: the replacement is the
 // rule's for the chain with the step and without it.
 bool optional_if_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32_t, uint32_t>>& ops,
                           const std::vector<plan::Candidate::SourceRange>& optional_ifs, const std::string& file) {
@@ -347,8 +347,15 @@ bool optional_if_of_chain(const ast::stmt* s, const std::vector<std::pair<uint32
   auto inside = [&](const auto& op, uint32_t begin, uint32_t end) { return begin <= op.first && op.second <= end; };
   for (const auto& op : ops)
     if (inside(op, guard->test->begin, guard->test->end)) return false;
-  for (const ast::stmt* b : guard->body)
-    if (std::none_of(ops.begin(), ops.end(), [&](const auto& op) { return inside(op, b->begin, b->end); })) return false;
+  for (const ast::stmt* b : guard->body) {
+    if (std::any_of(ops.begin(), ops.end(), [&](const auto& op) { return inside(op, b->begin, b->end); })) continue;
+    // HF's `causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]`
+    // before the add: a name bound for the step. It goes with the if; a
+    // later read of the name refuses the rewrite (an intermediate read again),
+    // and so does a binding that needs it.
+    auto* assign = ast::as<ast::Assign>(b);
+    if (!assign || assign->targets.size != 1 || !ast::as<ast::Name>(assign->targets[0])) return false;
+  }
   return true;
 }
 

@@ -61,7 +61,8 @@ TEST(ChainStatements, AnIfHoldingAnOptionalStepGoesWithTheChain) {
   ScratchDir dir("optional_if");
   PatchSet set = patched(dir, "attention_mask",
                          "        if attention_mask is not None:\n"
-                         "            scores = scores + attention_mask\n"
+                         "            causal_mask = attention_mask[:, :, :, : key.shape[-2]]\n"
+                         "            scores = scores + causal_mask\n"
                          "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
                          "        return torch.matmul(probs, value).transpose(1, 2)\n");
   ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
@@ -84,6 +85,20 @@ TEST(ChainStatements, AnIfWhoseOtherArmComputesSomethingElseStaysByHand) {
                          "        return torch.matmul(probs, value).transpose(1, 2)\n");
   EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
   for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("else:"), std::string::npos) << f.patched;
+}
+
+TEST(ChainStatements, ANameTheIfBindsForTheStepIsNotReadAfterIt) {
+  ScratchDir dir("optional_if_name_read");
+  PatchSet set = patched(dir, "attention_mask",
+                         "        if attention_mask is not None:\n"
+                         "            causal_mask = attention_mask[:, :, :, : key.shape[-2]]\n"
+                         "            scores = scores + causal_mask\n"
+                         "        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+                         "        out = torch.matmul(probs, value).transpose(1, 2)\n"
+                         "        self.last_mask = causal_mask\n"
+                         "        return out\n");
+  EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
+  EXPECT_NE(listed(set).find("the intermediate 'causal_mask' is read again"), std::string::npos) << listed(set);
 }
 
 TEST(ChainStatements, AStatementComputingALaterInputMovesBeforeTheReplacement) {
