@@ -21,10 +21,17 @@ json check_json(const CheckResult& r) {
 // The performance line of one candidate: measured on an NPU, else the estimate.
 std::string performance_words(const CheckResult& r, const HarnessSpec& spec) {
   const json& perf = r.data.is_object() && r.data.contains("performance") ? r.data["performance"] : spec.estimate;
-  if (perf.value("kind", "") == "measured")
-    return fmt::format("measured: original {:.1f} us, fused {:.1f} us (median), {:.2f}x", 
-                       perf["original"].value("median_us", 0.0), perf["replacement"].value("median_us", 0.0),
+  if (perf.value("kind", "") == "measured") {
+    // Median and spread of each side, and how many timed calls they are of.
+    auto side = [](const json& t) {
+      return fmt::format("{:.1f} us (min {:.1f}, max {:.1f})", t.value("median_us", 0.0), t.value("min_us", 0.0),
+                         t.value("max_us", 0.0));
+    };
+    const json& before = perf["original"];
+    return fmt::format("measured: original {}, fused {}; medians of {} calls after {} warm-up, {:.2f}x",
+                       side(before), side(perf["replacement"]), before.value("repeats", 0), before.value("warmup", 0),
                        perf.value("speedup", 0.0));
+  }
   if (perf.contains("unavailable")) return "estimate unavailable: " + perf["unavailable"].get<std::string>();
   std::vector<std::string> parts;
   if (perf.contains("stages"))

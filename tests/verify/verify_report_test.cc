@@ -58,6 +58,21 @@ TEST(VerifyReport, MarkdownShowsTheNumbersAndTheEstimateLabel) {
   EXPECT_NE(md.find("```diff\n--- a/m.py"), std::string::npos);
 }
 
+TEST(VerifyReport, AMeasuredObservationShowsMedianSpreadAndRepeats) {
+  VerifyReport report = two_candidates();
+  report.candidates[0].precision.data["performance"] = {
+      {"kind", "measured"},
+      {"original", {{"median_us", 120.0}, {"min_us", 110.5}, {"max_us", 150.0}, {"repeats", 20}, {"warmup", 5}}},
+      {"replacement", {{"median_us", 40.0}, {"min_us", 38.0}, {"max_us", 55.25}, {"repeats", 20}, {"warmup", 5}}},
+      {"speedup", 3.0}};
+  std::string md = report_markdown(report);
+  EXPECT_NE(md.find("measured: original 120.0 us (min 110.5, max 150.0), fused 40.0 us (min 38.0, max 55.2); "
+                    "medians of 20 calls after 5 warm-up, 3.00x"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(report_json(report)["candidates"][0]["performance"]["kind"], "measured");
+}
+
 TEST(VerifyReport, ManualCandidatesAndASkippedModelCheckDoNotFailTheRun) {
   VerifyReport r = two_candidates();
   r.candidates[1].status = "manual";
