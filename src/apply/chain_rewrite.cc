@@ -645,11 +645,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       // Only casts or views the chain took over on its way to a binding lie
       // there (a rotary helper's closing `.flatten(3).type_as(x)`): they
       // stay, and the replacement reads the value after them.
-      // Only where the chain was matched: elsewhere bindings are spelt
-      // through the call's arguments, which name the value before them.
-      if (fn->qualified == c.apply_function)
-        if (std::optional<plan::Candidate> left = leaving_views(c, helper_ops[h]))
-          return rewrite(*left, sources, rule, config);
+      // Where the chain was not matched in fn itself, the bindings are spelt
+      // through the call's arguments: only when each then has one.
+      if (std::optional<plan::Candidate> left = leaving_views(c, helper_ops[h])) {
+        std::string missing;
+        if (fn->qualified != c.apply_function) arguments_in(*fn, *left, sources, missing);
+        if (missing.empty()) return rewrite(*left, sources, rule, config);
+      }
       return Refused{fmt::format("the chain spans {} and {}, which those statements do not call", fn->qualified, h), here};
     }
 

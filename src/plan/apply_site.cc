@@ -40,9 +40,9 @@ Candidate::ReaderSide reader_side(const match::Match& m, const match::Binding& b
     side.passed.push_back(range_of(op));
     v = op.outputs[0];
   }
-  if (side.passed.empty()) return side;
   // Views the walk passed before the value it bound (`.flatten(3)` under the
-  // `.type_as(x)` it bound through): taken over too.
+  // `.type_as(x)` it bound through, or a `k_rot.view(...)` bound itself):
+  // taken over too.
   for (int u = b.value;;) {
     const model::DataflowOp& op = g.producer_of(u);
     if (std::find(m.binding_passed.begin(), m.binding_passed.end(), op.id) == m.binding_passed.end() || op.inputs.empty())
@@ -50,6 +50,7 @@ Candidate::ReaderSide reader_side(const match::Match& m, const match::Binding& b
     side.passed.push_back(range_of(op));
     u = op.inputs[0];
   }
+  if (side.passed.empty()) return side;
   side.text = match::value_spelling(g, v);
   side.origin = origin_of(g.producer_of(v));
   return side;

@@ -195,6 +195,57 @@ TEST(ChainStatements, AModuleLevelAttentionTakesItsHelpersCallsAndReturnsNoneFor
   EXPECT_NE(text.find("    return out, None\n"), std::string::npos) << text;
 }
 
+TEST(ChainStatements, AViewTheCallerAppliesBeforeTheHelperStaysWhereItIs) {
+  ScratchDir dir("caller_view");
+  // The chain is matched in the attention forward with the rotary helper
+  // inlined, and takes over `k_rot.view(...)`, which lies in the forward; the
+  // rewrite goes into the helper, which the forward's view statement is not
+  // part of: the view stays and the helper's `k` is bound.
+  write_file_atomic(dir.file("model.py"),
+                    "import torch\n"
+                    "from torch import nn\n"
+                    "\n"
+                    "\n"
+                    "def rotate_half(x):\n"
+                    "    x1 = x[..., : x.shape[-1] // 2]\n"
+                    "    x2 = x[..., x.shape[-1] // 2 :]\n"
+                    "    return torch.cat((-x2, x1), dim=-1)\n"
+                    "\n"
+                    "\n"
+                    "def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):\n"
+                    "    cos = cos.unsqueeze(unsqueeze_dim)\n"
+                    "    sin = sin.unsqueeze(unsqueeze_dim)\n"
+                    "    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)\n"
+                    "\n"
+                    "\n"
+                    "class Attention(nn.Module):\n"
+                    "    def __init__(self, hidden, heads, rope_dim):\n"
+                    "        super().__init__()\n"
+                    "        self.heads, self.rope_dim = heads, rope_dim\n"
+                    "        self.q_proj = nn.Linear(hidden, heads * rope_dim, bias=False)\n"
+                    "        self.k_proj = nn.Linear(hidden, rope_dim, bias=False)\n"
+                    "\n"
+                    "    def forward(self, hidden_states, position_embeddings):\n"
+                    "        b, s, _ = hidden_states.shape\n"
+                    "        q_rot = self.q_proj(hidden_states).view(b, s, self.heads, self.rope_dim).transpose(1, 2)\n"
+                    "        k_rot = self.k_proj(hidden_states)\n"
+                    "        k_rot = k_rot.view(b, 1, s, self.rope_dim)\n"
+                    "        cos, sin = position_embeddings\n"
+                    "        q_rot, k_rot = apply_rotary_pos_emb(q_rot, k_rot, cos, sin)\n"
+                    "        return q_rot, k_rot\n");
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  ASSERT_TRUE(std::any_of(set.applied.begin(), set.applied.end(),
+                          [](const std::string& id) { return id.rfind("rope.rope_half", 0) == 0; }))
+      << listed(set);
+  const std::string& text = set.files[0].patched;
+  EXPECT_NE(text.find("        k_rot = k_rot.view(b, 1, s, self.rope_dim)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("torch_npu.npu_"), text.rfind("def rotate_half")) << text;
+  EXPECT_EQ(text.find("(k * cos) + (rotate_half(k) * sin)"), std::string::npos) << text;
+}
+
 // Used otherwise than called and unpacked with `_` (a registry), the function
 // keeps returning the weights: the analysis asks to keep them, and apply's
 // own check of the function's uses would refuse too.
