@@ -394,7 +394,7 @@ std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const s
   size_t arity = 0;
   bool other_read = false;
   model::walk(fn.fn, [&](const ast::Node* x) {
-    if (other_read || x->end <= from) return !other_read;
+    if (other_read || x->end <= from) return false;
     if (auto* ret = ast::as<ast::Return>(x)) {
       auto* tuple = ret->value ? ast::as<ast::Tuple>(ret->value) : nullptr;
       if (!tuple) return true;
@@ -408,11 +408,9 @@ std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const s
       }
       // the other elements may still read a gone name inside an expression
       for (size_t i = 0; i < tuple->elts.size; ++i)
-        if (!ast::as<ast::Name>(tuple->elts[i]) &&
-            !names_in(tuple->elts[i], ast::expr_context::Load).empty()) {
+        if (!ast::as<ast::Name>(tuple->elts[i]))
           for (const std::string& n : names_in(tuple->elts[i], ast::expr_context::Load))
             if (gone.count(n)) other_read = true;
-        }
       return false;
     }
     if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load && x->begin >= from &&
