@@ -413,6 +413,81 @@ InitSplit split_init_time(const ast::FunctionDef& replace, const std::set<std::s
   return out;
 }
 
+// The class that holds a module-level function's values built once: HF's
+// `eager_attention_forward(module, ...)`, which the attention class calls
+// with itself (`attention_interface(self, ...)`, through a name bound to the
+// function or to an entry of a module-level dict holding it). `param` is the
+// function's parameter that receives the instance; `why_not` says why there
+// is none (no class calls it so, or several do).
+struct Holder {
+  ClassAt at;
+  std::string param;
+  std::string why_not;
+};
+
+Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
+  Holder out;
+  const std::string name(fn.fn->name);
+  std::set<std::string> classes;  // "Class (param)" for the message
+  for (const auto& f : sources.files()) {
+    // module-level dicts holding the function among their values
+    std::set<std::string> tables;
+    for (const ast::stmt* s : f->parsed->module->body) {
+      const ast::expr* value = nullptr;
+      const ast::expr* target = nullptr;
+      if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1) value = a->value, target = a->targets[0];
+      if (auto* a = ast::as<ast::AnnAssign>(s)) value = a->value, target = a->target;
+      auto* dict = value ? ast::as<ast::Dict>(value) : nullptr;
+      auto* table = target ? ast::as<ast::Name>(target) : nullptr;
+      if (!dict || !table) continue;
+      for (const ast::expr* v : dict->values)
+        if (is_name(v, name)) tables.insert(std::string(table->id));
+    }
+    for (const ast::stmt* s : f->parsed->module->body) {
+      auto* cls = ast::as<ast::ClassDef>(s);
+      if (!cls) continue;
+      for (const ast::stmt* m : cls->body) {
+        auto* method = ast::as<ast::FunctionDef>(m);
+        if (!method || method->args->args.size == 0) continue;
+        const std::string self = first_param(*method);
+        std::set<std::string> callees{name};  // names that may hold the function
+        model::walk(method, [&](const ast::Node* x) {
+          const ast::expr* value = nullptr;
+          const ast::expr* target = nullptr;
+          if (auto* a = ast::as<ast::Assign>(x); a && a->targets.size == 1) value = a->value, target = a->targets[0];
+          if (auto* a = ast::as<ast::AnnAssign>(x)) value = a->value, target = a->target;
+          auto* bound = target ? ast::as<ast::Name>(target) : nullptr;
+          if (!bound || !value) return true;
+          auto* entry = ast::as<ast::Subscript>(value);
+          auto* table = entry ? ast::as<ast::Name>(entry->value) : nullptr;
+          if (is_name(value, name) || (table && tables.count(std::string(table->id)))) callees.insert(std::string(bound->id));
+          return true;
+        });
+        model::walk(method, [&](const ast::Node* x) {
+          auto* call = ast::as<ast::Call>(x);
+          auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
+          if (!callee || !callees.count(std::string(callee->id))) return true;
+          std::string param;
+          for (size_t i = 0; i < call->args.size && i < fn.fn->args->args.size; ++i)
+            if (is_name(call->args[i], self)) param = std::string(fn.fn->args->args[i]->arg);
+          for (const ast::keyword* k : call->keywords)
+            if (ast::present(k->arg) && is_name(k->value, self)) param = std::string(k->arg);
+          if (param.empty()) return true;
+          if (out.at.cls != cls || out.param != param) classes.insert(fmt::format("{} ({})", cls->name, param));
+          out.at = ClassAt{f.get(), cls, method_named(*cls, "__init__"), std::string(cls->name)};
+          out.param = param;
+          return true;
+        });
+      }
+    }
+  }
+  if (classes.size() > 1)
+    out.why_not = fmt::format("{} is handed its module by several classes ({})", fn.qualified, fmt::join(classes, ", "));
+  else if (!out.at.cls)
+    out.why_not = fmt::format("{} is not a method, and no class calls it with itself", fn.qualified);
+  return out;
+}
+
 ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
                              const std::map<std::string, std::string>& arguments, const std::string& candidate,
                              const model::ModelConfig* config) {
@@ -422,15 +497,23 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
   InitSplit constants = split_init_time(replace, {}, {});
   if (constants.statements.empty() && rule.built_once.empty()) return out;
   const std::string first = !constants.statements.empty() ? constants.statements.front().name : rule.built_once.front();
-  if (!fn.is_method) {
-    out.refusal = fmt::format("{} is not a method, so there is no module to hold {} once", fn.qualified, first);
-    return out;
-  }
+  // The class whose __init__ builds them, and the name fn reads it by.
   ClassAt at;
-  at.name = fn.qualified.substr(0, fn.qualified.rfind('.'));
-  at.file = fn.file;
-  at.cls = class_named(*fn.file, at.name);
-  at.init = at.cls ? method_named(*at.cls, "__init__") : nullptr;
+  std::string module_param = first_param(*fn.fn);
+  if (fn.is_method) {
+    at.name = fn.qualified.substr(0, fn.qualified.rfind('.'));
+    at.file = fn.file;
+    at.cls = class_named(*fn.file, at.name);
+    at.init = at.cls ? method_named(*at.cls, "__init__") : nullptr;
+  } else {
+    Holder holder = module_holder(fn, sources);
+    if (!holder.why_not.empty()) {
+      out.refusal = fmt::format("there is no one module to hold {} once: {}", first, holder.why_not);
+      return out;
+    }
+    at = holder.at;
+    module_param = holder.param;
+  }
   if (!at.init || at.init->body.size == 0) {
     out.refusal = fmt::format("{} has no __init__ to build {} in", at.name, first);
     return out;
@@ -439,7 +522,7 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
   // Which parameters have a value in __init__, and how it is spelt there.
   std::map<std::string, std::string> init_spelling, why_not;
   if (!rule.built_once.empty()) {
-    const std::string prefix = first_param(*fn.fn) + ".";
+    const std::string prefix = module_param + ".";
     for (const auto& [param, text] : arguments) {
       std::string attr = text.rfind(prefix, 0) == 0 ? text.substr(prefix.size()) : "";
       bool plain = !attr.empty() && std::all_of(attr.begin(), attr.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
@@ -519,7 +602,7 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
       // Built once; not saved with the weights.
       text += fmt::format("{}{}.register_buffer(\"{}\", {}, persistent=False)\n", indent, self, buffer, value);
       names[s.name] = self + "." + buffer;
-      out.reads[s.name] = first_param(*fn.fn) + "." + buffer;
+      out.reads[s.name] = module_param + "." + buffer;
     } else {
       std::string local = fresh(s.name, init_names);
       init_names.insert(local);

@@ -246,6 +246,74 @@ TEST(ChainStatements, AViewTheCallerAppliesBeforeTheHelperStaysWhereItIs) {
   EXPECT_EQ(text.find("(k * cos) + (rotate_half(k) * sin)"), std::string::npos) << text;
 }
 
+// HF's shape: a module-level eager attention handed its module by the
+// attention class (through a name bound to it); the class holds the mask.
+std::string hf_attention(const std::string& extra_class) {
+  return "import torch\n"
+         "import torch.nn.functional as F\n"
+         "from torch import nn\n"
+         "from typing import Callable\n"
+         "\n"
+         "\n"
+         "def eager_attention_forward(module, query, key, value, attention_mask, scaling):\n"
+         "    attn_weights = torch.matmul(query, key.transpose(2, 3)) * scaling\n"
+         "    if attention_mask is not None:\n"
+         "        attn_weights = attn_weights + attention_mask\n"
+         "    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+         "    attn_output = torch.matmul(attn_weights, value)\n"
+         "    return attn_output.transpose(1, 2).contiguous()\n"
+         "\n"
+         "\n"
+         "class Attention(nn.Module):\n"
+         "    def __init__(self, head_dim):\n"
+         "        super().__init__()\n"
+         "        self.scaling = head_dim ** -0.5\n"
+         "\n"
+         "    def forward(self, query, key, value, attention_mask):\n"
+         "        attention_interface: Callable = eager_attention_forward\n"
+         "        attn_output = attention_interface(self, query, key, value, attention_mask, self.scaling)\n"
+         "        return attn_output\n" +
+         extra_class;
+}
+
+PatchSet patched_text(const ScratchDir& dir, const std::string& text) {
+  write_file_atomic(dir.file("model.py"), text);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+}
+
+TEST(ChainStatements, TheClassHandingAModuleLevelAttentionItselfHoldsItsMask) {
+  ScratchDir dir("module_holder");
+  PatchSet set = patched_text(dir, hf_attention(""));
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  EXPECT_NE(text.find("        self.scaling = head_dim ** -0.5\n"
+                      "        self.register_buffer(\"causal_mask_2048\", torch.triu("),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("atten_mask=module.causal_mask_2048"), std::string::npos) << text;
+}
+
+TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesStaysByHand) {
+  ScratchDir dir("module_holders");
+  PatchSet set = patched_text(dir, hf_attention("\n"
+                                                "\n"
+                                                "class CrossAttention(nn.Module):\n"
+                                                "    def __init__(self, head_dim):\n"
+                                                "        super().__init__()\n"
+                                                "        self.scaling = head_dim ** -0.5\n"
+                                                "\n"
+                                                "    def forward(self, query, key, value):\n"
+                                                "        out = eager_attention_forward(self, query, key, value, None, self.scaling)\n"
+                                                "        return out\n"));
+  EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
+  EXPECT_NE(listed(set).find("handed its module by several classes (Attention (module), CrossAttention (module))"),
+            std::string::npos)
+      << listed(set);
+}
+
 // Used otherwise than called and unpacked with `_` (a registry), the function
 // keeps returning the weights: the analysis asks to keep them, and apply's
 // own check of the function's uses would refuse too.

@@ -62,6 +62,33 @@ def max_difference(original, patched, config):
     return worst
 
 
+def ensure_sdpa():
+    """torch 1.13 has no F.scaled_dot_product_attention: a model's SDPA path
+    (llama_like with attn_implementation "sdpa") then falls back to eager, and
+    a rewrite of that path would go unexercised. The check runs both models
+    with the documented math of it (additive or boolean mask, is_causal,
+    scale; no dropout, the models run in eval)."""
+    import math
+
+    import torch
+    import torch.nn.functional as F
+    if hasattr(F, "scaled_dot_product_attention"):
+        return
+
+    def sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        assert dropout_p == 0.0, "the check runs in eval: no dropout"
+        scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+        scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+        if is_causal:
+            q_len, kv_len = scores.shape[-2], scores.shape[-1]
+            scores = scores.masked_fill(torch.ones(q_len, kv_len, dtype=torch.bool).triu(1), float("-inf"))
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else scores + attn_mask
+        return torch.matmul(scores.softmax(dim=-1), value)
+
+    F.scaled_dot_product_attention = sdpa
+
+
 def summary_lines(stdout: str, model_prefix: str):
     """apply's summary, paths shown relative to the model directory. A
     prerequisite's manual step keeps its id, not the rule's wording of it."""
@@ -181,6 +208,7 @@ def main():
         if not getattr(torch_npu, "IS_NPUFUSE_STANDIN", False):
             print("a real torch_npu is installed: the CPU comparison is skipped")
             return 1 if problems else 0
+        ensure_sdpa()
         config = json.loads((model_dir / "config.tiny.json").read_text())
         config.update(expected.get("config_overrides", {}))
         original = load_module(model_dir / "model.py", f"original_{args.model}")
