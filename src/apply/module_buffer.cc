@@ -425,6 +425,13 @@ struct Holder {
   std::string why_not;
 };
 
+// `NAME = value` or `NAME: T = value`: the name and the value; nulls otherwise.
+std::pair<const ast::Name*, const ast::expr*> name_assignment(const ast::Node* x) {
+  if (auto* a = ast::as<ast::Assign>(x); a && a->targets.size == 1) return {ast::as<ast::Name>(a->targets[0]), a->value};
+  if (auto* a = ast::as<ast::AnnAssign>(x); a && a->value) return {ast::as<ast::Name>(a->target), a->value};
+  return {nullptr, nullptr};
+}
+
 Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
   Holder out;
   const std::string name(fn.fn->name);
@@ -433,13 +440,9 @@ Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
     // module-level dicts holding the function among their values
     std::set<std::string> tables;
     for (const ast::stmt* s : f->parsed->module->body) {
-      const ast::expr* value = nullptr;
-      const ast::expr* target = nullptr;
-      if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1) value = a->value, target = a->targets[0];
-      if (auto* a = ast::as<ast::AnnAssign>(s)) value = a->value, target = a->target;
-      auto* dict = value ? ast::as<ast::Dict>(value) : nullptr;
-      auto* table = target ? ast::as<ast::Name>(target) : nullptr;
-      if (!dict || !table) continue;
+      auto [table, value] = name_assignment(s);
+      auto* dict = table ? ast::as<ast::Dict>(value) : nullptr;
+      if (!dict) continue;
       for (const ast::expr* v : dict->values)
         if (is_name(v, name)) tables.insert(std::string(table->id));
     }
@@ -452,12 +455,8 @@ Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
         const std::string self = first_param(*method);
         std::set<std::string> callees{name};  // names that may hold the function
         model::walk(method, [&](const ast::Node* x) {
-          const ast::expr* value = nullptr;
-          const ast::expr* target = nullptr;
-          if (auto* a = ast::as<ast::Assign>(x); a && a->targets.size == 1) value = a->value, target = a->targets[0];
-          if (auto* a = ast::as<ast::AnnAssign>(x)) value = a->value, target = a->target;
-          auto* bound = target ? ast::as<ast::Name>(target) : nullptr;
-          if (!bound || !value) return true;
+          auto [bound, value] = name_assignment(x);
+          if (!bound) return true;
           auto* entry = ast::as<ast::Subscript>(value);
           auto* table = entry ? ast::as<ast::Name>(entry->value) : nullptr;
           if (is_name(value, name) || (table && tables.count(std::string(table->id)))) callees.insert(std::string(bound->id));

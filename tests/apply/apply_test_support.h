@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apply/patch_plan.h"
 #include "plan/analyze.h"
 #include "report/plan_json.h"
 #include "util/file_io.h"
@@ -70,6 +71,17 @@ inline std::string plan_for_model_copy(const ScratchDir& dir, const std::string&
   }
   write_file_atomic(dir.file("plan.json"), report::plan_to_json(plan::analyze(o)).dump(2));
   return dir.file("plan.json");
+}
+
+// `text` written as dir/model.py, analysed (with the rules of `rules_dir`
+// when given) into dir/plan.json, and patched.
+inline PatchSet patches_for_text(const ScratchDir& dir, const std::string& text, const std::string& rules_dir = "") {
+  write_file_atomic(dir.file("model.py"), text);
+  plan::AnalyzeOptions o;
+  o.paths = {dir.file("model.py")};
+  o.rules_dir = rules_dir;
+  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
+  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
 }
 
 }  // namespace npufuse::apply::testing

@@ -12,8 +12,6 @@
 
 #include "apply/patch_plan.h"
 #include "apply_test_support.h"
-#include "plan/analyze.h"
-#include "report/plan_json.h"
 
 namespace npufuse::apply {
 namespace {
@@ -24,26 +22,35 @@ using testing::ScratchDir;
 // matmul), analysed and patched; `forward_args` are the parameters after
 // query, key and value.
 PatchSet patched(const ScratchDir& dir, const std::string& forward_args, const std::string& body) {
-  write_file_atomic(dir.file("model.py"),
-                    "import torch\n"
-                    "import torch.nn.functional as F\n"
-                    "from torch import nn\n"
-                    "\n"
-                    "\n"
-                    "class Attention(nn.Module):\n"
-                    "    def __init__(self, head_dim):\n"
-                    "        super().__init__()\n"
-                    "        self.scaling = head_dim ** -0.5\n"
-                    "\n"
-                    "    def forward(self, query, key, value, " +
-                        forward_args +
-                        "):\n"
-                        "        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling\n" +
-                        body);
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  return testing::patches_for_text(dir,
+                                   "import torch\n"
+                                   "import torch.nn.functional as F\n"
+                                   "from torch import nn\n"
+                                   "\n"
+                                   "\n"
+                                   "class Attention(nn.Module):\n"
+                                   "    def __init__(self, head_dim):\n"
+                                   "        super().__init__()\n"
+                                   "        self.scaling = head_dim ** -0.5\n"
+                                   "\n"
+                                   "    def forward(self, query, key, value, " + forward_args + "):\n" +
+                                   "        scores = torch.matmul(query, key.transpose(2, 3)) * self.scaling\n" + body);
+}
+
+// A copy of the built-in rules under dir/rules, with fia_decode's
+// prerequisites dropped so that apply rewrites it (what the tests using it
+// look at is how the chain's statements are taken); returns its path.
+std::string rules_with_fia_decode_unguarded(const ScratchDir& dir) {
+  std::filesystem::copy(testing::source_path("rules"), dir.file("rules"), std::filesystem::copy_options::recursive);
+  std::string rule = read_file(dir.file("rules/attention/fia_decode.py"));
+  const std::string list = "    \"prerequisites\": [";
+  size_t from = rule.find(list);
+  size_t to = from == std::string::npos ? from : rule.find("\n    ],\n", from);
+  EXPECT_NE(to, std::string::npos) << "fia_decode's prerequisites list not found";
+  if (to != std::string::npos) rule.replace(from, to + 7 - from, "    \"prerequisites\": [],\n");
+  rule = testing::replaced(rule, "\"safety\": \"needs_prerequisites\"", "\"safety\": \"safe\"");
+  write_file_atomic(dir.file("rules/attention/fia_decode.py"), rule);
+  return dir.file("rules");
 }
 
 bool applied(const PatchSet& set, const std::string& rule) {
@@ -136,55 +143,42 @@ TEST(ChainStatements, AKeptStatementBindingTheResultsNameAgainMayBeReadAfter) {
 
 TEST(ChainStatements, AModuleLevelAttentionTakesItsHelpersCallsAndReturnsNoneForDroppedWeights) {
   ScratchDir dir("module_level");
-  // The built-in rules, with fia_decode's prerequisites dropped so that apply
-  // rewrites it (what is tested here is how the chain's statements are taken).
-  std::filesystem::copy(testing::source_path("rules"), dir.file("rules"), std::filesystem::copy_options::recursive);
-  std::string rule = read_file(dir.file("rules/attention/fia_decode.py"));
-  size_t from = rule.find("    \"prerequisites\": [");
-  size_t to = rule.find("\n    ],\n", from);
-  ASSERT_NE(to, std::string::npos);
-  rule.replace(from, to + 7 - from, "    \"prerequisites\": [],\n");
-  rule = testing::replaced(rule, "\"safety\": \"needs_prerequisites\"", "\"safety\": \"safe\"");
-  write_file_atomic(dir.file("rules/attention/fia_decode.py"), rule);
-  write_file_atomic(dir.file("model.py"),
-                    "import torch\n"
-                    "import torch.nn.functional as F\n"
-                    "from torch import nn\n"
-                    "\n"
-                    "\n"
-                    "def repeat_kv(x, n_rep):\n"
-                    "    if n_rep == 1:\n"
-                    "        return x\n"
-                    "    b, h, s, d = x.shape\n"
-                    "    return x[:, :, None].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)\n"
-                    "\n"
-                    "\n"
-                    "def attend(module, query, key_cache, value_cache, kv_len):\n"
-                    "    keys = repeat_kv(key_cache, module.n_rep)\n"
-                    "    values = repeat_kv(value_cache, module.n_rep)\n"
-                    "    scores = torch.matmul(query, keys.transpose(2, 3)) * module.scaling\n"
-                    "    positions = torch.arange(key_cache.shape[2])\n"
-                    "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
-                    "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
-                    "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
-                    "    out = torch.matmul(probs, values)\n"
-                    "    return out, probs\n"
-                    "\n"
-                    "\n"
-                    "class Attention(nn.Module):\n"
-                    "    def __init__(self, n_rep, head_dim):\n"
-                    "        super().__init__()\n"
-                    "        self.n_rep = n_rep\n"
-                    "        self.scaling = head_dim ** -0.5\n"
-                    "\n"
-                    "    def forward(self, query, key_cache, value_cache, kv_len):\n"
-                    "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
-                    "        return out\n");
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  o.rules_dir = dir.file("rules");
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  PatchSet set = testing::patches_for_text(
+      dir,
+      "import torch\n"
+      "import torch.nn.functional as F\n"
+      "from torch import nn\n"
+      "\n"
+      "\n"
+      "def repeat_kv(x, n_rep):\n"
+      "    if n_rep == 1:\n"
+      "        return x\n"
+      "    b, h, s, d = x.shape\n"
+      "    return x[:, :, None].expand(b, h, n_rep, s, d).reshape(b, h * n_rep, s, d)\n"
+      "\n"
+      "\n"
+      "def attend(module, query, key_cache, value_cache, kv_len):\n"
+      "    keys = repeat_kv(key_cache, module.n_rep)\n"
+      "    values = repeat_kv(value_cache, module.n_rep)\n"
+      "    scores = torch.matmul(query, keys.transpose(2, 3)) * module.scaling\n"
+      "    positions = torch.arange(key_cache.shape[2])\n"
+      "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
+      "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
+      "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+      "    out = torch.matmul(probs, values)\n"
+      "    return out, probs\n"
+      "\n"
+      "\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, n_rep, head_dim):\n"
+      "        super().__init__()\n"
+      "        self.n_rep = n_rep\n"
+      "        self.scaling = head_dim ** -0.5\n"
+      "\n"
+      "    def forward(self, query, key_cache, value_cache, kv_len):\n"
+      "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
+      "        return out\n",
+      rules_with_fia_decode_unguarded(dir));
   ASSERT_TRUE(applied(set, "attention.fia_decode")) << listed(set);
   const std::string& text = set.files[0].patched;
   // the repeat_kv calls went with the chain (their early return is a merge it passes)
@@ -201,42 +195,39 @@ TEST(ChainStatements, AViewTheCallerAppliesBeforeTheHelperStaysWhereItIs) {
   // inlined, and takes over `k_rot.view(...)`, which lies in the forward; the
   // rewrite goes into the helper, which the forward's view statement is not
   // part of: the view stays and the helper's `k` is bound.
-  write_file_atomic(dir.file("model.py"),
-                    "import torch\n"
-                    "from torch import nn\n"
-                    "\n"
-                    "\n"
-                    "def rotate_half(x):\n"
-                    "    x1 = x[..., : x.shape[-1] // 2]\n"
-                    "    x2 = x[..., x.shape[-1] // 2 :]\n"
-                    "    return torch.cat((-x2, x1), dim=-1)\n"
-                    "\n"
-                    "\n"
-                    "def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):\n"
-                    "    cos = cos.unsqueeze(unsqueeze_dim)\n"
-                    "    sin = sin.unsqueeze(unsqueeze_dim)\n"
-                    "    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)\n"
-                    "\n"
-                    "\n"
-                    "class Attention(nn.Module):\n"
-                    "    def __init__(self, hidden, heads, rope_dim):\n"
-                    "        super().__init__()\n"
-                    "        self.heads, self.rope_dim = heads, rope_dim\n"
-                    "        self.q_proj = nn.Linear(hidden, heads * rope_dim, bias=False)\n"
-                    "        self.k_proj = nn.Linear(hidden, rope_dim, bias=False)\n"
-                    "\n"
-                    "    def forward(self, hidden_states, position_embeddings):\n"
-                    "        b, s, _ = hidden_states.shape\n"
-                    "        q_rot = self.q_proj(hidden_states).view(b, s, self.heads, self.rope_dim).transpose(1, 2)\n"
-                    "        k_rot = self.k_proj(hidden_states)\n"
-                    "        k_rot = k_rot.view(b, 1, s, self.rope_dim)\n"
-                    "        cos, sin = position_embeddings\n"
-                    "        q_rot, k_rot = apply_rotary_pos_emb(q_rot, k_rot, cos, sin)\n"
-                    "        return q_rot, k_rot\n");
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  PatchSet set = testing::patches_for_text(
+      dir,
+      "import torch\n"
+      "from torch import nn\n"
+      "\n"
+      "\n"
+      "def rotate_half(x):\n"
+      "    x1 = x[..., : x.shape[-1] // 2]\n"
+      "    x2 = x[..., x.shape[-1] // 2 :]\n"
+      "    return torch.cat((-x2, x1), dim=-1)\n"
+      "\n"
+      "\n"
+      "def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):\n"
+      "    cos = cos.unsqueeze(unsqueeze_dim)\n"
+      "    sin = sin.unsqueeze(unsqueeze_dim)\n"
+      "    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)\n"
+      "\n"
+      "\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, hidden, heads, rope_dim):\n"
+      "        super().__init__()\n"
+      "        self.heads, self.rope_dim = heads, rope_dim\n"
+      "        self.q_proj = nn.Linear(hidden, heads * rope_dim, bias=False)\n"
+      "        self.k_proj = nn.Linear(hidden, rope_dim, bias=False)\n"
+      "\n"
+      "    def forward(self, hidden_states, position_embeddings):\n"
+      "        b, s, _ = hidden_states.shape\n"
+      "        q_rot = self.q_proj(hidden_states).view(b, s, self.heads, self.rope_dim).transpose(1, 2)\n"
+      "        k_rot = self.k_proj(hidden_states)\n"
+      "        k_rot = k_rot.view(b, 1, s, self.rope_dim)\n"
+      "        cos, sin = position_embeddings\n"
+      "        q_rot, k_rot = apply_rotary_pos_emb(q_rot, k_rot, cos, sin)\n"
+      "        return q_rot, k_rot\n");
   ASSERT_TRUE(std::any_of(set.applied.begin(), set.applied.end(),
                           [](const std::string& id) { return id.rfind("rope.rope_half", 0) == 0; }))
       << listed(set);
@@ -276,17 +267,9 @@ std::string hf_attention(const std::string& extra_class) {
          extra_class;
 }
 
-PatchSet patched_text(const ScratchDir& dir, const std::string& text) {
-  write_file_atomic(dir.file("model.py"), text);
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  return make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
-}
-
 TEST(ChainStatements, TheClassHandingAModuleLevelAttentionItselfHoldsItsMask) {
   ScratchDir dir("module_holder");
-  PatchSet set = patched_text(dir, hf_attention(""));
+  PatchSet set = testing::patches_for_text(dir, hf_attention(""));
   ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
   const std::string& text = set.files[0].patched;
   EXPECT_NE(text.find("        self.scaling = head_dim ** -0.5\n"
@@ -298,7 +281,7 @@ TEST(ChainStatements, TheClassHandingAModuleLevelAttentionItselfHoldsItsMask) {
 
 TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesStaysByHand) {
   ScratchDir dir("module_holders");
-  PatchSet set = patched_text(dir, hf_attention("\n"
+  PatchSet set = testing::patches_for_text(dir, hf_attention("\n"
                                                 "\n"
                                                 "class CrossAttention(nn.Module):\n"
                                                 "    def __init__(self, head_dim):\n"
@@ -319,48 +302,37 @@ TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesStaysByHand) 
 // own check of the function's uses would refuse too.
 TEST(ChainStatements, DroppedWeightsStayWhenTheFunctionIsUsedOtherwise) {
   ScratchDir dir("module_level_kept");
-  std::filesystem::copy(testing::source_path("rules"), dir.file("rules"), std::filesystem::copy_options::recursive);
-  std::string rule = read_file(dir.file("rules/attention/fia_decode.py"));
-  size_t from = rule.find("    \"prerequisites\": [");
-  size_t to = rule.find("\n    ],\n", from);
-  ASSERT_NE(to, std::string::npos);
-  rule.replace(from, to + 7 - from, "    \"prerequisites\": [],\n");
-  rule = testing::replaced(rule, "\"safety\": \"needs_prerequisites\"", "\"safety\": \"safe\"");
-  write_file_atomic(dir.file("rules/attention/fia_decode.py"), rule);
-  write_file_atomic(dir.file("model.py"),
-                    "import torch\n"
-                    "import torch.nn.functional as F\n"
-                    "from torch import nn\n"
-                    "\n"
-                    "\n"
-                    "def attend(module, query, key_cache, value_cache, kv_len):\n"
-                    "    scores = torch.matmul(query, key_cache.transpose(2, 3)) * module.scaling\n"
-                    "    positions = torch.arange(key_cache.shape[2])\n"
-                    "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
-                    "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
-                    "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
-                    "    out = torch.matmul(probs, value_cache)\n"
-                    "    return out, probs\n"
-                    "\n"
-                    "\n"
-                    "class Attention(nn.Module):\n"
-                    "    def __init__(self, head_dim):\n"
-                    "        super().__init__()\n"
-                    "        self.scaling = head_dim ** -0.5\n"
-                    "\n"
-                    "    def forward(self, query, key_cache, value_cache, kv_len):\n"
-                    "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
-                    "        return out\n"
-                    "\n"
-                    "\n"
-                    "\n"
-                    "# a registry others may call through, keeping both results\n"
-                    "IMPLEMENTATIONS = {\"eager\": attend}\n");
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  o.rules_dir = dir.file("rules");
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  PatchSet set = testing::patches_for_text(
+      dir,
+      "import torch\n"
+      "import torch.nn.functional as F\n"
+      "from torch import nn\n"
+      "\n"
+      "\n"
+      "def attend(module, query, key_cache, value_cache, kv_len):\n"
+      "    scores = torch.matmul(query, key_cache.transpose(2, 3)) * module.scaling\n"
+      "    positions = torch.arange(key_cache.shape[2])\n"
+      "    invalid = (positions[None, :] >= kv_len[:, None])[:, None, None, :]\n"
+      "    scores = scores.masked_fill(invalid, torch.finfo(scores.dtype).min)\n"
+      "    probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+      "    out = torch.matmul(probs, value_cache)\n"
+      "    return out, probs\n"
+      "\n"
+      "\n"
+      "class Attention(nn.Module):\n"
+      "    def __init__(self, head_dim):\n"
+      "        super().__init__()\n"
+      "        self.scaling = head_dim ** -0.5\n"
+      "\n"
+      "    def forward(self, query, key_cache, value_cache, kv_len):\n"
+      "        out, _ = attend(self, query, key_cache, value_cache, kv_len)\n"
+      "        return out\n"
+      "\n"
+      "\n"
+      "\n"
+      "# a registry others may call through, keeping both results\n"
+      "IMPLEMENTATIONS = {\"eager\": attend}\n",
+      rules_with_fia_decode_unguarded(dir));
   EXPECT_FALSE(applied(set, "attention.fia_decode")) << listed(set);
   for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("    return out, probs\n"), std::string::npos);
 }

@@ -197,24 +197,21 @@ namespace {
 // met by the replacement, which takes the start from the write's positions.
 TEST(PatchPlan, ADroppedInPlaceCallIsReplacedWithoutAResultName) {
   ScratchDir dir("dropped_call");
-  write_file_atomic(dir.file("model.py"),
-                    "import torch\n"
-                    "from torch import nn\n"
-                    "\n"
-                    "\n"
-                    "class StaticCache:\n"
-                    "    def __init__(self, batch, heads, length, dim):\n"
-                    "        self.k = torch.zeros(batch, heads, length, dim)\n"
-                    "        self.v = torch.zeros(batch, heads, length, dim)\n"
-                    "\n"
-                    "    def update(self, key_states, value_states, cache_position):\n"
-                    "        self.k.index_copy_(2, cache_position, key_states)  # keys\n"
-                    "        self.v.index_copy_(2, cache_position, value_states)\n"
-                    "        return self.k, self.v\n");
-  plan::AnalyzeOptions o;
-  o.paths = {dir.file("model.py")};
-  write_file_atomic(dir.file("plan.json"), report::plan_json_text(plan::analyze(o)));
-  PatchSet set = make_patches(PatchRequest{dir.file("plan.json"), {}, {}});
+  PatchSet set = testing::patches_for_text(
+      dir,
+      "import torch\n"
+      "from torch import nn\n"
+      "\n"
+      "\n"
+      "class StaticCache:\n"
+      "    def __init__(self, batch, heads, length, dim):\n"
+      "        self.k = torch.zeros(batch, heads, length, dim)\n"
+      "        self.v = torch.zeros(batch, heads, length, dim)\n"
+      "\n"
+      "    def update(self, key_states, value_states, cache_position):\n"
+      "        self.k.index_copy_(2, cache_position, key_states)  # keys\n"
+      "        self.v.index_copy_(2, cache_position, value_states)\n"
+      "        return self.k, self.v\n");
   std::string listed;
   for (const ManualStep& m : set.manual) listed += m.candidate + ": " + m.what + "\n";
   EXPECT_EQ(std::count_if(set.applied.begin(), set.applied.end(),
