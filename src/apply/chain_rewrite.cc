@@ -423,30 +423,28 @@ std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const s
   const std::string name(fn.fn->name);
   bool all_dropped = true;
   size_t uses = 0;
-  for (const auto& f : sources.files()) {
-    std::set<const ast::Node*> dropping_calls;
+  // One walk: an assignment is visited before the callee name inside it.
+  std::set<const ast::Node*> dropping_calls;
+  for (const auto& f : sources.files())
     model::walk(f->parsed->module, [&](const ast::Node* x) {
+      if (auto* n = ast::as<ast::Name>(x); n && n->id == name && n->ctx == ast::expr_context::Load) {
+        ++uses;
+        if (!dropping_calls.count(x)) all_dropped = false;
+        return all_dropped;
+      }
       auto* assign = ast::as<ast::Assign>(x);
       auto* call = assign ? ast::as<ast::Call>(assign->value) : nullptr;
       auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;
-      if (!callee || callee->id != name || assign->targets.size != 1) return true;
+      if (!callee || callee->id != name || assign->targets.size != 1) return all_dropped;
       auto* targets = ast::as<ast::Tuple>(assign->targets[0]);
-      if (!targets || targets->elts.size != arity) return true;
+      if (!targets || targets->elts.size != arity) return all_dropped;
       bool drops = std::all_of(places.begin(), places.end(), [&](size_t i) {
         auto* t = ast::as<ast::Name>(targets->elts[i]);
         return t && t->id == "_";
       });
       if (drops) dropping_calls.insert(callee);
-      return true;
-    });
-    model::walk(f->parsed->module, [&](const ast::Node* x) {
-      if (auto* n = ast::as<ast::Name>(x); n && n->id == name && n->ctx == ast::expr_context::Load) {
-        ++uses;
-        if (!dropping_calls.count(x)) all_dropped = false;
-      }
       return all_dropped;
     });
-  }
   if (!all_dropped || uses == 0) return std::nullopt;
   return edits;
 }
