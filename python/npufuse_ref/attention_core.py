@@ -78,7 +78,7 @@ def _attend(q, k, v, scale, allowed, pse=None, sink=None, q_rope=None, k_rope=No
     return out, lse, row_max, denom
 
 
-def _check_heads(c, q_heads, kv_heads):
+def _check_heads(c, q_heads, kv_heads, mla512=False):
     op = c.op
     require(c.num_heads >= 1, op, "num_heads must be >= 1")
     require(q_heads == c.num_heads, op,
@@ -86,7 +86,9 @@ def _check_heads(c, q_heads, kv_heads):
     require(c.num_heads <= 256, op, "N must be <= 256")
     require(c.num_heads % kv_heads == 0, op,
             f"num_heads ({c.num_heads}) % num_key_value_heads ({kv_heads}) must be 0")
-    if not c.training_limits:
+    # MLA with D=512 takes up to 128 query heads over one KV head (its own
+    # section of the constraints), above the general group limit of 64.
+    if not c.training_limits and not mla512:
         require(c.num_heads // kv_heads <= 64, op,
                 f"num_heads / num_key_value_heads must be <= 64 (got {c.num_heads // kv_heads})")
 
@@ -229,7 +231,7 @@ def run_attention(c):
     else:
         k_heads, dk = L.heads_dim(op, c.key, in_layout, kv_heads)
         _, dv = L.heads_dim(op, c.value, in_layout, kv_heads)
-    _check_heads(c, q_heads, kv_heads)
+    _check_heads(c, q_heads, kv_heads, mla512=c.query_rope is not None and dq == 512)
     require(k_heads == kv_heads, op, f"key N ({k_heads}) must equal num_key_value_heads ({kv_heads})")
     require(dq == dk, op, f"query D ({dq}) must equal key D ({dk})")
     if c.training_limits:

@@ -350,6 +350,23 @@ class MlaAbsorb(unittest.TestCase):
             fia(q, k, v[..., :64], query_rope=qr, key_rope=kr, num_heads=2, input_layout="TND",
                 actual_seq_lengths=[2, 5], actual_seq_lengths_kv=[3, 7])
 
+    def test_mla_512_takes_128_query_heads_over_one_kv_head(self):
+        # Its own section of the constraints: N in {1, ..., 128} with KV N = 1,
+        # above the general group limit of 64, which still holds without rope.
+        torch.manual_seed(9)
+        n, s = 128, 5
+        q, qr = torch.randn(1, 1, n, 512), torch.randn(1, 1, n, 64)
+        kv, kr = torch.randn(1, s, 1, 512), torch.randn(1, s, 1, 64)
+        out = fia_v2(q, kv, kv, query_rope=qr, key_rope=kr, num_query_heads=n, num_key_value_heads=1,
+                     input_layout="BSND", softmax_scale=0.04)[0]
+        qcat = torch.cat([q[0, 0], qr[0, 0]], -1).unsqueeze(1)  # (N, 1, 576)
+        kcat = torch.cat([kv[0, :, 0], kr[0, :, 0]], -1).unsqueeze(0)
+        ref, _ = direct.attention(qcat, kcat, kv[0, :, 0].unsqueeze(0), 0.04)
+        torch.testing.assert_close(out[0, 0], ref[:, 0].float(), **TOL)
+        with self.assertRaisesRegex(ValueError, "<= 64"):
+            fia_v2(q[..., :128], kv[..., :128], kv[..., :128], num_query_heads=n, num_key_value_heads=1,
+                   input_layout="BSND")
+
     def test_mla_constraints(self):
         q = torch.randn(1, 1, 4, 256)
         with self.assertRaisesRegex(ValueError, "512 or 128"):
