@@ -1,6 +1,9 @@
 #include "model/config_arms.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "model/ast_walk.h"
 
@@ -43,13 +46,75 @@ bool reads_only_settings(const ast::expr* test, const EvalScope& init_scope) {
   return ok;
 }
 
+// `self.X is None` or `self.X is not None`: X, and whether the test is `is not`.
+std::optional<std::pair<std::string, bool>> none_test(const ast::expr* test) {
+  auto* c = ast::as<ast::Compare>(test);
+  if (!c || c->ops.size != 1 || c->comparators.size != 1) return std::nullopt;
+  if (c->ops[0] != ast::cmpop::Is && c->ops[0] != ast::cmpop::IsNot) return std::nullopt;
+  auto* none = ast::as<ast::Constant>(c->comparators[0]);
+  auto* attr = ast::as<ast::Attribute>(c->left);
+  auto* base = attr ? ast::as<ast::Name>(attr->value) : nullptr;
+  if (!none || none->value.kind != ast::ConstantKind::None || !base || base->id != "self") return std::nullopt;
+  return std::make_pair(std::string(attr->attr), c->ops[0] == ast::cmpop::IsNot);
+}
+
+bool is_none(const ast::expr* e) {
+  auto* k = ast::as<ast::Constant>(e);
+  return k && k->value.kind == ast::ConstantKind::None;
+}
+
+// Whether the instance's `__init__` leaves `self.<attr>` None, when it
+// assigns it once, as `A if COND else B` with one side None and COND decided
+// by the config (DeepSeek's `self.bias = nn.Parameter(...) if self.dim ==
+// 7168 else None`); `why` gets COND with its value.
+std::optional<bool> none_by_config(const ClassInstance& inst, const std::string& attr, Evaluator& ev, EvalScope& scope,
+                                   std::string& why) {
+  if (!inst.init) return std::nullopt;
+  const ast::IfExp* pick = nullptr;
+  int assignments = 0;
+  walk(inst.init, [&](const ast::Node* n) {
+    if (auto* a = ast::as<ast::Assign>(n))
+      for (const ast::expr* t : a->targets) {
+        auto* target = ast::as<ast::Attribute>(t);
+        auto* base = target ? ast::as<ast::Name>(target->value) : nullptr;
+        if (!base || base->id != "self" || target->attr != attr) continue;
+        ++assignments;
+        pick = ast::as<ast::IfExp>(a->value);
+      }
+    // register_parameter / register_buffer / setattr naming it: another way in.
+    if (auto* call = ast::as<ast::Call>(n); call && call->args.size >= 1)
+      if (auto* name = ast::as<ast::Constant>(call->args[0]);
+          name && name->value.kind == ast::ConstantKind::Str && ast::constant_string(name->value) == attr)
+        ++assignments;
+    return true;
+  });
+  if (assignments != 1 || !pick || is_none(pick->body) == is_none(pick->orelse)) return std::nullopt;
+  if (!reads_only_settings(pick->test, scope)) return std::nullopt;
+  SymValue cond = ev.eval(pick->test, scope);
+  std::optional<bool> truth = cond.is_known() ? python_truth(cond) : std::nullopt;
+  if (!truth) return std::nullopt;
+  bool none = *truth ? is_none(pick->body) : is_none(pick->orelse);
+  why = cond.display() + ": self." + attr + (none ? " is None" : " is set");
+  return none;
+}
+
 }  // namespace
 
 void evaluate_config_arms(std::vector<BranchCondition>& branches, const RoleTable& roles, Evaluator& ev) {
   for (BranchCondition& b : branches) {
     if (!b.test || b.owner.empty() || !decided_by_settings(b)) continue;
     const ClassInstance* inst = roles.standalone(b.owner);
-    if (!inst || !reads_only_settings(b.test, inst->scope)) continue;
+    if (!inst) continue;
+    if (auto tested = none_test(b.test)) {
+      EvalScope scope = inst->scope;
+      std::string why;
+      if (std::optional<bool> none = none_by_config(*inst, tested->first, ev, scope, why)) {
+        b.config_arm = (*none != tested->second) ? "then" : "else";
+        b.config_value = why;
+      }
+      continue;
+    }
+    if (!reads_only_settings(b.test, inst->scope)) continue;
     EvalScope scope = inst->scope;
     SymValue v = ev.eval(b.test, scope);
     std::optional<bool> truth = v.is_known() ? python_truth(v) : std::nullopt;

@@ -53,6 +53,47 @@ TEST(ConfigArms, ConfigChoiceTakesTheArmTheConfigSelects) {
   }
 }
 
+const char* kBiasedGate = R"(import torch
+from torch import nn
+class Gate(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.dim = args.dim
+        self.weight = nn.Parameter(torch.empty(args.n_experts, args.dim))
+        self.bias = nn.Parameter(torch.empty(args.n_experts)) if self.dim == 16 else None
+        self.extra = nn.Parameter(torch.empty(args.n_experts)) if self.dim == 16 else None
+        if args.late:
+            self.extra = None
+    def forward(self, x):
+        scores = torch.nn.functional.linear(x, self.weight)
+        if self.bias is not None:
+            scores = scores + self.bias
+        if self.bias is None:
+            scores = scores * 2
+        if self.extra is None:
+            scores = scores - 1
+        return scores
+)";
+
+TEST(ConfigArms, AnAttributeInitSetsToNoneByAConfigTestIsDecided) {
+  for (int dim : {16, 8}) {
+    SourceSet s = SourceSet::from_texts({{"m.py", kBiasedGate}});
+    ModelConfig cfg = ModelConfig::from_json({{"dim", dim}, {"n_experts", 4}, {"late", false}}, "c.json");
+    Inventory inv = build_inventory(s, cfg);
+    const BranchCondition* set = at_line(inv, 14);
+    const BranchCondition* unset = at_line(inv, 16);
+    ASSERT_NE(set, nullptr);
+    ASSERT_NE(unset, nullptr);
+    EXPECT_EQ(set->config_arm, dim == 16 ? "then" : "else") << set->config_value;
+    EXPECT_EQ(unset->config_arm, dim == 16 ? "else" : "then") << unset->config_value;
+    EXPECT_EQ(set->config_value, dim == 16 ? "dim == 16 = True: self.bias is set" : "dim == 16 = False: self.bias is None");
+    // Assigned twice in __init__: which assignment holds is not told by one test.
+    const BranchCondition* extra = at_line(inv, 18);
+    ASSERT_NE(extra, nullptr);
+    EXPECT_EQ(extra->config_arm, "");
+  }
+}
+
 TEST(ConfigArms, WithoutAConfigNoArmIsClaimed) {
   SourceSet s = SourceSet::from_texts({{"m.py", kGate}});
   ModelConfig cfg;
