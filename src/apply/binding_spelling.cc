@@ -106,10 +106,12 @@ bool name_holds(const FunctionAt& fn, const std::string& name, const Origin& ori
     if (auto* l = ast::as<ast::List>(a->targets[0])) elts = &l->elts;
     return elts && std::find(elts->begin(), elts->end(), last) != elts->end();
   }
-  if (origin.kind != Origin::Kind::Expression) return false;
+  if (origin.kind != Origin::Kind::Expression && origin.kind != Origin::Kind::Merge) return false;
   const ast::expr* value = nullptr;
   if (auto* a = ast::as<ast::Assign>(binder); a && a->targets.size == 1 && a->targets[0] == last) value = a->value;
   if (auto* a = ast::as<ast::AnnAssign>(binder); a && a->target == last) value = a->value;
+  // `scores = linear(x, w)`, a helper whose several returns merge at its call.
+  if (origin.kind == Origin::Kind::Merge) return value && ast::as<ast::Call>(value) && same_range(origin, file, value);
   if (auto* a = ast::as<ast::AugAssign>(binder); a && a->target == last) return same_range(origin, file, binder);
   if (!value) return false;
   if (same_range(origin, file, value)) return true;
@@ -226,6 +228,16 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
       }
       out.arguments[param] = prefix.empty() ? *moved : prefix + "(" + *moved + ")";
       continue;
+    }
+    // The name the chain's op reads after casts outside the chain, where it
+    // holds that value (the caller's `q_pe` for a rotary helper's unnamed or
+    // local result).
+    if (i < c.apply_binding_cast_reads.size() && prefix.empty()) {
+      const plan::Candidate::ReaderSide& cast = c.apply_binding_cast_reads[i];
+      if (is_identifier(cast.text) && name_holds(*r.fn, cast.text, cast.origin, point)) {
+        out.arguments[param] = cast.text;
+        continue;
+      }
     }
     std::string where = origin.range.file == r.fn->file->path && origin.range.end > origin.range.begin
                             ? line_at(*r.fn, origin.range.begin)

@@ -10,6 +10,7 @@
 
 #include "apply/binding_spelling.h"
 #include "apply/chain_block.h"
+#include "apply/config_fold.h"
 #include "apply/module_buffer.h"
 #include "apply/replacement.h"
 #include "apply/source_functions.h"
@@ -35,15 +36,17 @@ struct Refused {
 struct Rewritten {
   Edit edit;
   std::vector<Edit> buffers;
+  std::vector<std::pair<std::string, std::string>> folded;
 };
 
 // The first read of `wanted` names in `n` at or after byte `from`, as
 // (name, line); empty name when none.
+// Code in `skipped` (the arms a config fold drops) is not looked into.
 std::pair<std::string, int> first_read(const model::ModelFile& file, const ast::Node* n, uint32_t from, uint32_t to,
-                                       const std::set<std::string>& wanted) {
+                                       const std::set<std::string>& wanted, const ConfigFolds& skipped) {
   std::pair<std::string, int> found;
   model::walk(n, [&](const ast::Node* x) {
-    if (!found.first.empty() || x->end <= from || x->begin >= to) return false;
+    if (!found.first.empty() || x->end <= from || x->begin >= to || skipped.dropped(x->begin, x->end)) return false;
     if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load && x->begin >= from &&
                                             wanted.count(std::string(name->id)))
       found = {std::string(name->id), line_of(file, x->begin)};
@@ -212,6 +215,9 @@ std::string bound_name(const ast::stmt* s, const Range& value, const std::string
   const ast::expr* rhs = nullptr;
   if (auto* a = ast::as<ast::Assign>(s); a && a->targets.size == 1) target = a->targets[0], rhs = a->value;
   if (auto* a = ast::as<ast::AnnAssign>(s)) target = a->target, rhs = a->value;
+  // `weights *= self.route_scale`: the op is the whole statement, its result the name.
+  if (auto* a = ast::as<ast::AugAssign>(s); a && s->begin == value.begin && s->end == value.end)
+    if (auto* name = ast::as<ast::Name>(a->target)) return std::string(name->id);
   if (!target) return "";
   if (same(rhs))
     if (auto* name = ast::as<ast::Name>(target)) return std::string(name->id);
@@ -569,6 +575,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 
   // The run of statements of the innermost block that holds them.
   ChainBlock block = innermost_block(*fn->fn, local);
+  // Config-decided ifs the chain's statements straddle: their taken arms
+  // join the list in their place (apply/config_fold.h).
+  ConfigFolds folds = fold_config_ifs(block.statements, local, c, *file);
+  if (!folds.refusal.empty()) return Refused{folds.refusal, here};
   // A chain that runs into a `with` that only turns autocast or autograd
   // off (HF's rotary tables under `torch.autocast(..., enabled=False)`): the
   // with's body joins the list, and the replacement is written inside it.
@@ -604,6 +614,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       last = std::max(last, i);
     }
   if (first == list.size()) return Refused{fmt::format("no op of the chain lies in {}", fn->qualified), here};
+  if (wrapper && !folds.ifs.empty())
+    return Refused{fmt::format("the chain runs into the with statement at {}:{} and through a config branch at {}:{}; "
+                               "edit it by hand", file->path, wrapper->lineno, file->path, folds.ifs.front().statement->lineno),
+                   here};
   if (wrapper && (first > body_first || last != body_last))
     return Refused{fmt::format("the chain does not end with the body of the with statement at {}:{}; edit it by hand",
                                file->path, wrapper->lineno), here};
@@ -618,7 +632,15 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (size_t i = first; i <= last; ++i) {
     if (touched[i]) continue;
     if (name_copy(list[i])) {
-      copies.insert(list[i]);
+      // A copy only the chain's later statements read (DeepSeek's
+      // `original_scores = scores` before the gather) is the chain's own
+      // aliasing: it goes with the chain, and its name with the other removed
+      // ones (read after the run, the rewrite is refused).
+      std::string target(ast::as<ast::Name>(ast::as<ast::Assign>(list[i])->targets[0])->id);
+      bool chain_reads_it = false;
+      for (size_t j = i + 1; j <= last && !chain_reads_it; ++j)
+        chain_reads_it = touched[j] && names_in(list[j], ast::expr_context::Load).count(target);
+      if (!chain_reads_it) copies.insert(list[i]);
       continue;
     }
     if (wrapper && i >= body_first)
@@ -811,7 +833,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   uint32_t scope_end = block.loop ? block.loop->end : fn->fn->end;
   std::vector<Edit> returned_none;
   for (const ast::stmt* s : fn->fn->body) {
-    auto [read, line] = first_read(*file, s, scope_begin, scope_end, gone);
+    auto [read, line] = first_read(*file, s, scope_begin, scope_end, gone, folds);
     bool in_run = !read.empty() && line >= static_cast<int>(run.front()->lineno) &&
                   line <= line_of(*file, run.back()->end);
     if (read.empty() || in_run) continue;
@@ -826,7 +848,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 
   if (fn->qualified == c.apply_function) {
     // Matched in fn itself: each binding spelt where the replacement goes.
-    SpellingRequest spelling{&*fn, run.front()->begin, {}, rule.replace, {}};
+    // In a folded if, the replacement goes where the if was, after the taken
+    // arm's statements before the run (which move there as written).
+    const ast::stmt* placed = folds.top_of(run.front());
+    SpellingRequest spelling{&*fn, placed->begin, {}, rule.replace, {}};
+    for (size_t i = 0; i < first; ++i)
+      if (placed != run.front() && folds.top_of(list[i]) == placed && list[i] != placed)
+        spelling.hoisted.emplace_back(list[i]->begin, list[i]->end);
     for (const ast::stmt* h : hoisted) spelling.hoisted.emplace_back(h->begin, h->end);
     for (const ast::stmt* s : run) {
       if (auto k = kept.find(s); k != kept.end())
@@ -871,10 +899,18 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     if (indent.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
     return indent;
   };
-  // The run's first statement, and the with's body: each on lines of its own.
-  std::optional<std::string> outer_indent = indent_of(wrapper && first == body_first ? wrapper : run.front());
+  // The run's first statement (or the folded if it lies in), and the with's
+  // body: each on lines of its own.
+  const ast::stmt* top_front = folds.top_of(run.front());
+  const ast::stmt* top_back = folds.top_of(run.back());
+  std::optional<std::string> outer_indent = indent_of(wrapper && first == body_first ? wrapper : top_front);
   if (!outer_indent)
-    return Refused{fmt::format("{}:{} shares its line with other code", file->path, run.front()->lineno), here};
+    return Refused{fmt::format("{}:{} shares its line with other code", file->path, top_front->lineno), here};
+  // A statement moved out of a folded arm, at the run's indentation.
+  auto at_outer = [&](const ast::stmt* s, std::string text) {
+    std::optional<std::string> own = indent_of(s);
+    return own ? reindented(text, *own, *outer_indent) : text;
+  };
   request.indent = *outer_indent;
   if (wrapper) {
     std::optional<std::string> body_indent = indent_of(wrapper->body[0]);
@@ -925,18 +961,39 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     return Refused{e.what(), here};
   }
   for (const ast::stmt* s : run)
-    if (auto k = kept.find(s); k != kept.end()) replaced += "\n" + request.indent + kept_text(*file, s, k->second);
+    if (auto k = kept.find(s); k != kept.end())
+      replaced += "\n" + request.indent + at_outer(s, kept_text(*file, s, k->second));
   for (const OrderedLine& o : ordered) replaced += "\n" + request.indent + o.text;
   // The with's header, as written (with the comments up to its body), then the replacement inside it.
-  uint32_t edit_begin = run.front()->begin;
+  uint32_t edit_begin = top_front->begin;
   if (wrapper) {
     uint32_t body_line = file->parsed->source.line_start(wrapper->body[0]->lineno);
     replaced = std::string(text.substr(wrapper->begin, body_line - wrapper->begin)) + request.indent + replaced;
     edit_begin = std::min(edit_begin, wrapper->begin);
   }
-  for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h) replaced = text_of(*file, *h) + "\n" + *outer_indent + replaced;
+  for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h)
+    replaced = at_outer(*h, text_of(*file, *h)) + "\n" + *outer_indent + replaced;
+  // A folded if's statements before and after the run stay, moved out of
+  // their arm; a comment says which arm ran.
+  std::string before;
+  for (size_t i = 0; i < first; ++i)
+    if (folds.top.count(list[i]) && folds.top_of(list[i]) == top_front)
+      before += moved_text(*file, list[i], *outer_indent) + "\n" + *outer_indent;
+  for (size_t i = last + 1; i < list.size(); ++i)
+    if (folds.top.count(list[i]) && folds.top_of(list[i]) == top_back)
+      replaced += "\n" + *outer_indent + moved_text(*file, list[i], *outer_indent);
+  std::vector<std::pair<std::string, std::string>> folded;
+  std::string notes;
+  std::set<std::string> commented;  // one comment for ifs with the same test
+  for (const FoldedIf& f : folds.ifs) {
+    if (commented.insert(fold_comment(f)).second) notes += fold_comment(f) + "\n" + *outer_indent;
+    folded.emplace_back(fmt::format("{}:{}", file->path, f.statement->lineno),
+                        fmt::format("config branch `if {}` folded to its {} arm ({})", f.arm->condition,
+                                    f.arm->then_arm ? "then" : "else", f.arm->value));
+  }
+  replaced = notes + before + replaced;
   buffers.edits.insert(buffers.edits.end(), returned_none.begin(), returned_none.end());
-  return Rewritten{Edit{file->path, edit_begin, run.back()->end, replaced, c.id}, buffers.edits};
+  return Rewritten{Edit{file->path, edit_begin, top_back->end, replaced, c.id}, buffers.edits, folded};
 }
 
 }  // namespace
@@ -991,9 +1048,9 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
 ChainRewrite rewrite_chain(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
                            const model::ModelConfig* config) {
   auto result = rewrite(c, sources, rule, config);
-  if (auto* done = std::get_if<Rewritten>(&result)) return ChainRewrite{done->edit, done->buffers, "", ""};
+  if (auto* done = std::get_if<Rewritten>(&result)) return ChainRewrite{done->edit, done->buffers, "", "", done->folded};
   const Refused& r = std::get<Refused>(result);
-  return ChainRewrite{std::nullopt, {}, r.reason, r.where};
+  return ChainRewrite{std::nullopt, {}, r.reason, r.where, {}};
 }
 
 }  // namespace npufuse::apply

@@ -27,6 +27,9 @@ struct ChainRewrite {
                               // replacement reads a tensor built once
   std::string refusal;  // why there is no edit
   std::string where;    // file:line the refusal is about
+  // Config branches folded to make the chain's statements one run
+  // (apply/config_fold.h): (file:line, what was done).
+  std::vector<std::pair<std::string, std::string>> folded;
 };
 
 // The model function's spelling of each binding (replace parameter ->

@@ -218,6 +218,7 @@ PatchSet make_patches(const PatchRequest& request) {
       return false;
     }
     chain_edits.push_back(*rewrite.edit);
+    for (const auto& [where, what] : rewrite.folded) out.refactored.push_back(ManualStep{c->id, where, what});
     // One buffer per class, however many of its chains read it.
     for (const Edit& b : rewrite.buffers) {
       bool have = std::any_of(helpers.begin(), helpers.end(), [&](const Edit& h) {

@@ -37,6 +37,7 @@ struct PatchSet {
   std::vector<PatchedFile> files;        // every analysed file, in load order
   std::vector<std::string> applied;      // candidate ids that became edits
   std::vector<ManualStep> manual;        // refused chains and non-mechanical prerequisites
+  std::vector<ManualStep> refactored;    // mechanical refactors a rewrite made on the way (a config branch folded)
   std::vector<std::string> skipped;      // "id: why" for candidates not chosen
 };
 

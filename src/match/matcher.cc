@@ -393,6 +393,22 @@ int named_alias(const FunctionDataflow& g, const std::vector<int>& ops, int valu
   return -1;
 }
 
+// A named value one of the chain's ops reads that is `value` after casts the
+// match looked through and left out of the chain (a rotary helper's
+// `view_as_real(...).flatten(3)` returned as `.to(dtype)` and named by its
+// caller): that value, the first such read; -1 when none.
+int cast_reader(const FunctionDataflow& g, const std::vector<int>& ops, int value) {
+  for (int id : ops)
+    for (int in : g.ops[static_cast<size_t>(id)].inputs) {
+      if (in == value || g.values[static_cast<size_t>(in)].name.empty()) continue;
+      const DataflowOp& producer = g.producer_of(in);
+      if (producer.cls == model::OpClass::Cast && through_casts(g, in) == value &&
+          !std::binary_search(ops.begin(), ops.end(), producer.id))
+        return in;
+    }
+  return -1;
+}
+
 // Steps a failed walk of `p` must pair to be told; negative when `p` tells
 // none. A rule's own RULE["match"] near_miss_share replaces the default.
 double near_miss_threshold(const Pattern& p, const MatchOptions& options) {
@@ -627,6 +643,7 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
       Binding b{p.parameters[i], a.binding[i], ""};
       if (b.value >= 0) {
         b.spelled = named_alias(target, ops, b.value);
+        b.cast_read = cast_reader(target, ops, b.value);
         b.text = value_spelling(target, b.spelled >= 0 ? b.spelled : b.value);
         if (i < a.binding_reciprocal.size() && a.binding_reciprocal[i]) b.text = "1 / " + b.text;
       }

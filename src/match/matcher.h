@@ -31,6 +31,11 @@ struct Binding {
   // projection the inlined forward returned, unnamed or named in that
   // forward); -1 otherwise.
   int spelled = -1;
+  // The named value a chain op reads when that is `value` after casts the
+  // match looked through, outside the chain (`q_pe = apply_rotary_emb(...)`
+  // returning `y.to(dtype)`): a second spelling, of the value the model code
+  // passes on; -1 when none.
+  int cast_read = -1;
 };
 
 // A value computed inside the matched ops that something outside them also

@@ -1,6 +1,8 @@
 #include "plan/apply_site.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "match/value_view.h"
 
@@ -97,6 +99,12 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
   for (const match::Binding& b : m.bindings) {
     c.apply_bindings.emplace_back(b.parameter, b.text);
     c.apply_binding_readers.push_back(reader_side(m, b));
+    Candidate::ReaderSide cast_read;
+    if (b.cast_read >= 0) {
+      cast_read.text = g.values[static_cast<size_t>(b.cast_read)].name;
+      cast_read.origin = origin_of(g.producer_of(b.cast_read));
+    }
+    c.apply_binding_cast_reads.push_back(cast_read);
     if (b.spelled >= 0) {
       // The name a tuple assignment (or an index into a tuple) gave the value.
       const model::DataflowOp& alias = g.producer_of(b.spelled);
@@ -105,6 +113,16 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
       continue;
     }
     c.apply_binding_origins.push_back(b.value >= 0 ? origin_of(g.producer_of(b.value)) : Candidate::BindingOrigin{});
+  }
+}
+
+void note_config_arms(const std::vector<model::BranchCondition>& branches, Candidate& c) {
+  std::set<std::string> files;
+  for (const Candidate::SourceRange& op : c.apply_ops) files.insert(op.file);
+  for (const model::BranchCondition& b : branches) {
+    if (b.form != "if" || b.config_arm.empty() || !b.test || !files.count(b.where.file)) continue;
+    c.apply_config_arms.push_back(Candidate::ConfigArm{Candidate::SourceRange{b.where.file, b.test->begin, b.test->end},
+                                                       b.config_arm == "then", b.condition, b.config_value});
   }
 }
 

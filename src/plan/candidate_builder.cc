@@ -530,6 +530,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     if (ctx.catalog) c.checks = evaluate_checks(rule, *ctx.catalog, per_stage);
     c.verification_cut = verification_cut(site, c.location);
     fill_apply_site(site, c);
+    if (ctx.branches) note_config_arms(*ctx.branches, c);
     decide_status(rule, site, c, ctx.branches);
     out.candidates.push_back(std::move(c));
     rule_of.push_back(&rule);

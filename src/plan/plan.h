@@ -116,6 +116,17 @@ struct Candidate {
   // or the call of an inlined helper with several returns, whose statement
   // then belongs to the chain.
   std::vector<SourceRange> apply_merges;
+  // `if` tests in the chain's files whose value the loaded config fixes
+  // (model/config_arms.h: `self.attn_impl == "naive"` with attn_impl =
+  // 'absorb'): a chain whose statements straddle such an if may be rewritten
+  // with the if folded to the arm the config takes.
+  struct ConfigArm {
+    SourceRange test;        // the if's test
+    bool then_arm = false;   // which arm runs for this config
+    std::string condition;   // the test as written
+    std::string value;       // what it read ("attn_impl == 'naive' = False")
+  };
+  std::vector<ConfigArm> apply_config_arms;
   std::vector<int> apply_op_copies;              // per apply_ops entry, its copy of the unrolled layer loop (0: outside)
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)
@@ -148,6 +159,11 @@ struct Candidate {
     std::vector<SourceRange> passed;  // empty: nothing passed, the binding is the reader's side
   };
   std::vector<ReaderSide> apply_binding_readers;
+  // Per binding (parallel to apply_bindings): the name the chain's op reads
+  // when that is the bound value after casts the match looked through
+  // (match::Binding::cast_read), as a spelling to fall back on; `passed` empty,
+  // text empty when none.
+  std::vector<ReaderSide> apply_binding_cast_reads;
 
   // The model expression bound to a replace parameter; empty when unbound.
   std::string binding(const std::string& parameter) const {

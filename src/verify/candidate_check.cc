@@ -63,6 +63,8 @@ CandidateRun check_candidate(const VerifySession& session, const plan::Candidate
   apply::PatchSet alone = session.patches_for({recorded.id});
   for (const apply::ManualStep& m : alone.manual)
     if (m.candidate == recorded.id) v.manual.push_back(fmt::format("{}: {}", m.where, m.what));
+  for (const apply::ManualStep& r : alone.refactored)
+    if (r.candidate == recorded.id) v.refactors.push_back(fmt::format("{}: {}", r.where, r.what));
   v.applied = std::find(alone.applied.begin(), alone.applied.end(), recorded.id) != alone.applied.end();
   if (v.applied) v.diff = apply::write_patches(alone, {}).diff;
 
