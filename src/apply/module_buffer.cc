@@ -9,6 +9,7 @@
 #include "model/config_schema.h"
 #include "model/evaluator.h"
 #include "model/init_attributes.h"
+#include "util/identifier.h"
 
 namespace npufuse::apply {
 namespace {
@@ -487,6 +488,81 @@ Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
   return out;
 }
 
+// Constants of the replacement (no call-time input: the 2048 x 2048 causal
+// mask) for a module-level function no one class hands itself (a varlen
+// `causal_attention(q, k, v, scale)`): each becomes a module-level getter
+// that builds the value once per device, placed before the file's first
+// top-level def or class, and the replacement reads
+// `getter(<first tensor argument>.device)`. Refused (why set) when no
+// argument of the call names a tensor to take the device from.
+ModuleBuffers module_level_constants(const FunctionAt& fn, const rules::Rule& rule, const InitSplit& constants,
+                                     const std::map<std::string, std::string>& arguments, const std::string& candidate) {
+  ModuleBuffers out;
+  // The device comes from the replacement's first parameter spelt as a plain name.
+  std::string tensor;
+  for (const ast::arg* a : rule.replace->args->args)
+    if (auto it = arguments.find(std::string(a->arg)); it != arguments.end() && is_identifier(it->second)) {
+      tensor = it->second;
+      break;
+    }
+  if (tensor.empty()) {
+    out.refusal = "no argument of the call is a plain name to take the device from";
+    return out;
+  }
+  const model::ModelFile& file = *fn.file;
+  std::set<std::string> taken;
+  model::walk(file.parsed->module, [&](const ast::Node* x) {
+    if (auto* n = ast::as<ast::Name>(x)) taken.insert(std::string(n->id));
+    if (auto* d = ast::as<ast::FunctionDef>(x)) taken.insert(std::string(d->name));
+    if (auto* c = ast::as<ast::ClassDef>(x)) taken.insert(std::string(c->name));
+    return true;
+  });
+  const ast::stmt* anchor = nullptr;
+  for (const ast::stmt* st : file.parsed->module->body)
+    if (ast::as<ast::FunctionDef>(st) || ast::as<ast::AsyncFunctionDef>(st) || ast::as<ast::ClassDef>(st)) {
+      anchor = st;
+      break;
+    }
+  if (!anchor) {
+    out.refusal = "the file has no top-level def or class to put the getter before";
+    return out;
+  }
+  std::string_view rule_text = rule.file->parsed->source.text();
+  std::string text;
+  std::map<std::string, std::string> names;  // earlier constants, read through their getters
+  for (const InitStatement& s : constants.statements) {
+    std::string getter = fresh("npu_" + s.name, taken);
+    taken.insert(getter);
+    std::string cache = fresh("_" + getter, taken);
+    taken.insert(cache);
+    std::string value = substituted(rule_text, s.value, names);
+    text += fmt::format(
+        "{} = {{}}\n\n\n"
+        "def {}(device):\n"
+        "    # {}, built once per device (the replacement's constant).\n"
+        "    if device not in {}:\n"
+        "        {}[device] = ({}).to(device)\n"
+        "    return {}[device]\n\n\n",
+        cache, getter, s.name, cache, cache, value, cache);
+    names[s.name] = getter + "(device)";
+    out.reads[s.name] = fmt::format("{}({}.device)", getter, tensor);
+  }
+  // Before its decorators and the comment lines right above it.
+  uint32_t at = anchor->begin;
+  if (auto* d = ast::as<ast::FunctionDef>(anchor); d && d->decorator_list.size) at = std::min(at, d->decorator_list[0]->begin);
+  if (auto* c = ast::as<ast::ClassDef>(anchor); c && c->decorator_list.size) at = std::min(at, c->decorator_list[0]->begin);
+  const frontend::SourceFile& source = file.parsed->source;
+  int line = source.line_col(at).line;
+  for (; line > 1; --line) {
+    std::string_view above = source.text().substr(source.line_start(line - 1), source.line_start(line) - source.line_start(line - 1));
+    size_t lead = above.find_first_not_of(" \t");
+    if (lead == std::string_view::npos || above[lead] != '#') break;
+  }
+  uint32_t begin = source.line_start(line);
+  out.edits.push_back(Edit{file.path, begin, begin, text, candidate});
+  return out;
+}
+
 ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sources, const rules::Rule& rule,
                              const std::map<std::string, std::string>& arguments, const std::string& candidate,
                              const model::ModelConfig* config) {
@@ -506,6 +582,13 @@ ModuleBuffers module_buffers(const FunctionAt& fn, const model::SourceSet& sourc
     at.init = at.cls ? method_named(*at.cls, "__init__") : nullptr;
   } else {
     Holder holder = module_holder(fn, sources);
+    if (!holder.why_not.empty() && rule.built_once.empty()) {
+      // Only constants: a module-level getter holds them.
+      ModuleBuffers getters = module_level_constants(fn, rule, constants, arguments, candidate);
+      if (getters.refusal.empty()) return getters;
+      out.refusal = fmt::format("there is no one module to hold {} once ({}), and {}", first, holder.why_not, getters.refusal);
+      return out;
+    }
     if (!holder.why_not.empty()) {
       out.refusal = fmt::format("there is no one module to hold {} once: {}", first, holder.why_not);
       return out;

@@ -279,7 +279,9 @@ TEST(ChainStatements, TheClassHandingAModuleLevelAttentionItselfHoldsItsMask) {
   EXPECT_NE(text.find("atten_mask=module.causal_mask_2048"), std::string::npos) << text;
 }
 
-TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesStaysByHand) {
+// No one class to hold the mask: a module-level getter builds it once per
+// device, before the file's first top-level definition.
+TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesReadsItsMaskFromAGetter) {
   ScratchDir dir("module_holders");
   PatchSet set = testing::patches_for_text(dir, hf_attention("\n"
                                                 "\n"
@@ -291,10 +293,17 @@ TEST(ChainStatements, AModuleLevelAttentionTwoClassesHandThemselvesStaysByHand) 
                                                 "    def forward(self, query, key, value):\n"
                                                 "        out = eager_attention_forward(self, query, key, value, None, self.scaling)\n"
                                                 "        return out\n"));
-  EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
-  EXPECT_NE(listed(set).find("handed its module by several classes (Attention (module), CrossAttention (module))"),
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  const std::string& text = set.files.front().patched;
+  EXPECT_NE(text.find("_npu_causal_mask_2048 = {}\n\n\n"
+                      "def npu_causal_mask_2048(device):\n"
+                      "    # causal_mask_2048, built once per device (the replacement's constant).\n"
+                      "    if device not in _npu_causal_mask_2048:\n"),
             std::string::npos)
-      << listed(set);
+      << text;
+  EXPECT_LT(text.find("def npu_causal_mask_2048(device):"), text.find("def eager_attention_forward"));
+  EXPECT_NE(text.find("atten_mask=npu_causal_mask_2048(query.device)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("register_buffer(\"causal_mask_2048\""), std::string::npos);
 }
 
 // Used otherwise than called and unpacked with `_` (a registry), the function
