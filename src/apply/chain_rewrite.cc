@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -392,9 +393,14 @@ std::string kept_text(const model::ModelFile& file, const ast::stmt* s, const Ke
 // use is a call whose result is unpacked with `_` at those places
 // (`attn_output, _ = eager_attention_forward(...)`): the edits returning None
 // there instead. nullopt otherwise.
+// `dropped`: names the analysis saw returned and dropped by every caller
+// (plan::Candidate::apply_dropped_returns): when every gone name returned is
+// one of them, the edits are made without looking for the callers here
+// (they may call fn through a dispatch table and return it on, as HF's
+// attention forward does before its decoder layer drops it).
 std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const std::set<std::string>& gone, uint32_t from,
-                                                   const model::SourceSet& sources, const std::string& candidate) {
-  if (fn.is_method) return std::nullopt;
+                                                   const model::SourceSet& sources, const std::string& candidate,
+                                                   const std::vector<std::string>& dropped) {
   std::vector<Edit> edits;
   std::set<size_t> places;  // tuple positions returned as None
   size_t arity = 0;
@@ -425,6 +431,12 @@ std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const s
     return !other_read;
   });
   if (other_read || edits.empty()) return std::nullopt;
+  bool all_seen_dropped = std::all_of(edits.begin(), edits.end(), [&](const Edit& e) {
+    std::string_view name = fn.file->parsed->source.text().substr(e.begin, e.end - e.begin);
+    return std::find(dropped.begin(), dropped.end(), name) != dropped.end();
+  });
+  if (all_seen_dropped) return edits;
+  if (fn.is_method) return std::nullopt;
   // Every use of the function: `a, _ = fn(...)` with `_` at each place.
   const std::string name(fn.fn->name);
   bool all_dropped = true;
@@ -453,6 +465,27 @@ std::optional<std::vector<Edit>> discarded_returns(const FunctionAt& fn, const s
     });
   if (!all_dropped || uses == 0) return std::nullopt;
   return edits;
+}
+
+// `c` with only the bindings `keep(i)` says yes to (with their origins,
+// reader sides and cast reads).
+plan::Candidate only_bindings(const plan::Candidate& c, const std::function<bool(size_t)>& keep) {
+  plan::Candidate out = c;
+  out.apply_bindings.clear();
+  out.apply_binding_origins.clear();
+  out.apply_binding_readers.clear();
+  out.apply_binding_cast_reads.clear();
+  for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
+    if (!keep(i)) continue;
+    out.apply_bindings.push_back(c.apply_bindings[i]);
+    out.apply_binding_origins.push_back(i < c.apply_binding_origins.size() ? c.apply_binding_origins[i]
+                                                                           : plan::Candidate::BindingOrigin{});
+    out.apply_binding_readers.push_back(i < c.apply_binding_readers.size() ? c.apply_binding_readers[i]
+                                                                           : plan::Candidate::ReaderSide{});
+    out.apply_binding_cast_reads.push_back(i < c.apply_binding_cast_reads.size() ? c.apply_binding_cast_reads[i]
+                                                                                 : plan::Candidate::ReaderSide{});
+  }
+  return out;
 }
 
 // `a.b.c`: identifiers joined by dots.
@@ -819,7 +852,16 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
           return Refused{fmt::format("the chain reads '{}' at {}:{} after the copy at {}:{} assigns it", written, file->path,
                                      s->lineno, file->path, copy->lineno), here};
   }
-  for (const auto& [s, k] : kept) {
+  for (auto& [s, k] : kept) {
+    // A kept `return result, probs` whose gone element every caller drops
+    // (plan::Candidate::apply_dropped_returns): it returns None there.
+    if (auto* ret = ast::as<ast::Return>(s))
+      if (auto* tuple = ret->value ? ast::as<ast::Tuple>(ret->value) : nullptr)
+        for (const ast::expr* e : tuple->elts)
+          if (auto* name = ast::as<ast::Name>(e); name && gone.count(std::string(name->id)) &&
+                                                  std::find(c.apply_dropped_returns.begin(), c.apply_dropped_returns.end(),
+                                                            name->id) != c.apply_dropped_returns.end())
+            k.results.emplace_back(Range{file->path, name->begin, name->end}, "None");
     auto inside_result = [&, &k = k](const ast::Node* x) {
       return std::any_of(k.results.begin(), k.results.end(),
                          [&](const auto& r) { return r.first.begin <= x->begin && x->end <= r.first.end; });
@@ -839,36 +881,58 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     if (read.empty() || in_run) continue;
     // Only returned, to callers that all drop it: it is returned as None.
     if (!block.loop)
-      if (std::optional<std::vector<Edit>> none = discarded_returns(*fn, gone, scope_begin, sources, c.id)) {
+      if (std::optional<std::vector<Edit>> none =
+              discarded_returns(*fn, gone, scope_begin, sources, c.id, c.apply_dropped_returns)) {
         returned_none = std::move(*none);
         break;
       }
     return Refused{fmt::format("the intermediate '{}' is read again at {}:{}", read, file->path, line), here};
   }
 
+  // Each binding spelt where the replacement goes. In a folded if, the
+  // replacement goes where the if was, after the taken arm's statements before
+  // the run (which move there as written).
+  const ast::stmt* placed = folds.top_of(run.front());
+  SpellingRequest spelling{&*fn, placed->begin, {}, rule.replace, {}};
+  for (size_t i = 0; i < first; ++i)
+    if (placed != run.front() && folds.top_of(list[i]) == placed && list[i] != placed)
+      spelling.hoisted.emplace_back(list[i]->begin, list[i]->end);
+  for (const ast::stmt* h : hoisted) spelling.hoisted.emplace_back(h->begin, h->end);
+  for (const ast::stmt* s : run) {
+    if (auto k = kept.find(s); k != kept.end())
+      for (const auto& [range, name] : k->second.results) spelling.removed.emplace_back(range.begin, range.end);
+    else
+      spelling.removed.emplace_back(s->begin, s->end);
+  }
   if (fn->qualified == c.apply_function) {
-    // Matched in fn itself: each binding spelt where the replacement goes.
-    // In a folded if, the replacement goes where the if was, after the taken
-    // arm's statements before the run (which move there as written).
-    const ast::stmt* placed = folds.top_of(run.front());
-    SpellingRequest spelling{&*fn, placed->begin, {}, rule.replace, {}};
-    for (size_t i = 0; i < first; ++i)
-      if (placed != run.front() && folds.top_of(list[i]) == placed && list[i] != placed)
-        spelling.hoisted.emplace_back(list[i]->begin, list[i]->end);
-    for (const ast::stmt* h : hoisted) spelling.hoisted.emplace_back(h->begin, h->end);
-    for (const ast::stmt* s : run) {
-      if (auto k = kept.find(s); k != kept.end())
-        for (const auto& [range, name] : k->second.results) spelling.removed.emplace_back(range.begin, range.end);
-      else
-        spelling.removed.emplace_back(s->begin, s->end);
-    }
+    // Matched in fn itself.
     SpelledBindings spelled = spell_bindings(c, spelling);
     if (!spelled.refusal.empty()) return Refused{spelled.refusal, here};
     request.arguments = std::move(spelled.arguments);
   } else {
+    // Matched in a caller that inlined fn: the values computed inside fn
+    // (HF's sliced mask `attention_mask[..., :n]` in the attention function)
+    // are spelt there, the others through the call's arguments.
+    auto computed_in_fn = [&](size_t i) {
+      if (i >= c.apply_binding_origins.size()) return false;
+      const plan::Candidate::BindingOrigin& o = c.apply_binding_origins[i];
+      return o.kind == plan::Candidate::BindingOrigin::Kind::Expression && o.range.file == file->path &&
+             fn->fn->body[0]->begin <= o.range.begin && o.range.end <= fn->fn->end;
+    };
+    // A parameter the replacement never reads (FIA's mask, replaced by the
+    // compressed causal one) needs no spelling.
+    const std::set<std::string> read = names_in(rule.replace, ast::expr_context::Load);
+    auto used = [&](size_t i) { return read.count(c.apply_bindings[i].first) > 0; };
+    plan::Candidate outer = only_bindings(c, [&](size_t i) { return used(i) && !computed_in_fn(i); });
+    plan::Candidate inner = only_bindings(c, [&](size_t i) { return used(i) && computed_in_fn(i); });
     std::string missing;
-    request.arguments = arguments_in(*fn, c, sources, missing);
+    request.arguments = arguments_in(*fn, outer, sources, missing);
     if (!missing.empty()) return Refused{missing, here};
+    if (!inner.apply_bindings.empty()) {
+      SpelledBindings spelled = spell_bindings(inner, spelling);
+      if (!spelled.refusal.empty()) return Refused{spelled.refusal, here};
+      for (auto& [param, text] : spelled.arguments) request.arguments[param] = std::move(text);
+    }
   }
   // A parameter the match bound to nothing (the rotary tables' length) has
   // no call-time spelling; module_buffer may find it in __init__.
@@ -1008,6 +1072,11 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
   std::optional<FunctionAt> caller = function_named(sources, c.apply_function);
   std::map<std::string, std::string> caller_text_to_param;
   if (caller) {
+    // A module-level function may be called through a name bound to it or to
+    // a dispatch table's entry (llama_like's `attend(self, q, k, v, ...)`).
+    const std::set<std::string> callees =
+        fn.is_method ? std::set<std::string>{std::string(fn.fn->name)}
+                     : names_holding(caller->fn, std::string(fn.fn->name), tables_holding(sources, std::string(fn.fn->name)));
     model::walk(caller->fn, [&](const ast::Node* x) {
       auto* call = ast::as<ast::Call>(x);
       if (!call) return true;
@@ -1015,7 +1084,7 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
       if (auto* attr = ast::as<ast::Attribute>(call->func)) {
         if (attr->attr != fn.fn->name) return true;
         via_self = fn.is_method;
-      } else if (auto* name = ast::as<ast::Name>(call->func); !name || name->id != fn.fn->name) {
+      } else if (auto* name = ast::as<ast::Name>(call->func); !name || !callees.count(std::string(name->id))) {
         return true;
       }
       size_t skip = via_self ? 1 : 0;

@@ -437,16 +437,8 @@ Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
   Holder out;
   const std::string name(fn.fn->name);
   std::set<std::string> classes;  // "Class (param)" for the message
+  const std::set<std::string> tables = tables_holding(sources, name);
   for (const auto& f : sources.files()) {
-    // module-level dicts holding the function among their values
-    std::set<std::string> tables;
-    for (const ast::stmt* s : f->parsed->module->body) {
-      auto [table, value] = name_assignment(s);
-      auto* dict = table ? ast::as<ast::Dict>(value) : nullptr;
-      if (!dict) continue;
-      for (const ast::expr* v : dict->values)
-        if (is_name(v, name)) tables.insert(std::string(table->id));
-    }
     for (const ast::stmt* s : f->parsed->module->body) {
       auto* cls = ast::as<ast::ClassDef>(s);
       if (!cls) continue;
@@ -454,15 +446,7 @@ Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
         auto* method = ast::as<ast::FunctionDef>(m);
         if (!method || method->args->args.size == 0) continue;
         const std::string self = first_param(*method);
-        std::set<std::string> callees{name};  // names that may hold the function
-        model::walk(method, [&](const ast::Node* x) {
-          auto [bound, value] = name_assignment(x);
-          if (!bound) return true;
-          auto* entry = ast::as<ast::Subscript>(value);
-          auto* table = entry ? ast::as<ast::Name>(entry->value) : nullptr;
-          if (is_name(value, name) || (table && tables.count(std::string(table->id)))) callees.insert(std::string(bound->id));
-          return true;
-        });
+        const std::set<std::string> callees = names_holding(method, name, tables);
         model::walk(method, [&](const ast::Node* x) {
           auto* call = ast::as<ast::Call>(x);
           auto* callee = call ? ast::as<ast::Name>(call->func) : nullptr;

@@ -93,6 +93,48 @@ std::set<std::string> names_in(const ast::Node* n, ast::expr_context ctx, const 
   return out;
 }
 
+namespace {
+
+// `NAME = value` or `NAME: T = value`: the name and the value; nulls otherwise.
+std::pair<const ast::Name*, const ast::expr*> bound_value(const ast::Node* x) {
+  if (auto* a = ast::as<ast::Assign>(x); a && a->targets.size == 1) return {ast::as<ast::Name>(a->targets[0]), a->value};
+  if (auto* a = ast::as<ast::AnnAssign>(x); a && a->value) return {ast::as<ast::Name>(a->target), a->value};
+  return {nullptr, nullptr};
+}
+
+bool names(const ast::expr* e, const std::string& name) {
+  auto* n = e ? ast::as<ast::Name>(e) : nullptr;
+  return n && n->id == name;
+}
+
+}  // namespace
+
+std::set<std::string> tables_holding(const model::SourceSet& sources, const std::string& name) {
+  std::set<std::string> out;
+  for (const auto& f : sources.files())
+    for (const ast::stmt* s : f->parsed->module->body) {
+      auto [table, value] = bound_value(s);
+      auto* dict = table ? ast::as<ast::Dict>(value) : nullptr;
+      if (!dict) continue;
+      for (const ast::expr* v : dict->values)
+        if (names(v, name)) out.insert(std::string(table->id));
+    }
+  return out;
+}
+
+std::set<std::string> names_holding(const ast::Node* scope, const std::string& name, const std::set<std::string>& tables) {
+  std::set<std::string> out{name};
+  model::walk(scope, [&](const ast::Node* x) {
+    auto [bound, value] = bound_value(x);
+    if (!bound) return true;
+    auto* entry = ast::as<ast::Subscript>(value);
+    auto* table = entry ? ast::as<ast::Name>(entry->value) : nullptr;
+    if (names(value, name) || (table && tables.count(std::string(table->id)))) out.insert(std::string(bound->id));
+    return true;
+  });
+  return out;
+}
+
 std::set<std::string> parameter_names(const ast::FunctionDef& fn) {
   std::set<std::string> out;
   for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));

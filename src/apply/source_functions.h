@@ -50,4 +50,15 @@ std::set<std::string> names_in(const frontend::ast::Node* n, frontend::ast::expr
 // A function's positional and keyword-only parameter names.
 std::set<std::string> parameter_names(const frontend::ast::FunctionDef& fn);
 
+// The module-level dicts of the files holding the function `name` among their
+// values (llama_like's `ATTENTION_FUNCTIONS = {"eager": eager_attention_forward, ...}`).
+std::set<std::string> tables_holding(const model::SourceSet& sources, const std::string& name);
+
+// The names that may hold the function `name` when called inside `scope`:
+// the name itself, and every name `scope` binds to it or to an entry of one of
+// `tables` (HF's `attention_interface = eager_attention_forward`, a
+// dispatch's `attend = ATTENTION_FUNCTIONS[...]`).
+std::set<std::string> names_holding(const frontend::ast::Node* scope, const std::string& name,
+                                    const std::set<std::string>& tables);
+
 }  // namespace npufuse::apply

@@ -336,8 +336,67 @@ bool only_in_other_stages(const MatchSite& site, int op, const Candidate& c,
   return !stage.empty() && !c.stages.empty() && std::find(c.stages.begin(), c.stages.end(), stage) == c.stages.end();
 }
 
+// Where the op producing value `v` of `g` is in the source ("" when nowhere).
+std::string producer_place(const model::FunctionDataflow& g, int v) {
+  const model::DataflowOp& op = g.producer_of(v);
+  return op.file ? fmt::format("{}:{}-{}", op.file->path, op.begin, op.end) : std::string();
+}
+
+// Where each computing op of a match is in the source.
+std::set<std::string> op_places(const MatchSite& site) {
+  std::set<std::string> out;
+  for (int id : site.match.ops) {
+    const model::DataflowOp& op = site.match.target->ops[static_cast<size_t>(id)];
+    if (op.file && computes(op)) out.insert(fmt::format("{}:{}-{}", op.file->path, op.begin, op.end));
+  }
+  return out;
+}
+
+// The values `site`'s function returns that its callers all drop: the same
+// rule matched the same ops seen inlined in larger functions (the attention
+// that calls the eager function, the decoder layer that calls the
+// attention), and in none of them does the value escape (HF's attention
+// returns its probabilities on, the layer unpacks them into `_`). Keyed by
+// producer_place.
+std::set<std::string> dropped_by_callers(const MatchSite& site, const std::vector<MatchSite>& matches) {
+  std::set<std::string> out;
+  const model::FunctionDataflow& g = *site.match.target;
+  if (std::none_of(site.match.escapes.begin(), site.match.escapes.end(),
+                   [](const match::Escape& e) { return e.consumer_op < 0 && e.how == "returned"; }))
+    return out;
+  const std::set<std::string> places = op_places(site);
+  std::vector<const MatchSite*> callers;
+  for (const MatchSite& s : matches) {
+    if (&s == &site || s.match.pattern != site.match.pattern || s.function == site.function ||
+        s.match.target->ops.size() <= g.ops.size())
+      continue;
+    std::set<std::string> theirs = op_places(s);
+    if (std::includes(theirs.begin(), theirs.end(), places.begin(), places.end())) callers.push_back(&s);
+  }
+  if (callers.empty()) return out;
+  for (const match::Escape& e : site.match.escapes) {
+    if (e.consumer_op >= 0 || e.how != "returned") continue;
+    std::string place = producer_place(g, e.value);
+    if (place.empty()) continue;
+    // No caller reads it, and the largest one (the layer, or the model) does
+    // not return it either: a caller between them may pass it on (HF's
+    // attention returns the weights its layer drops).
+    auto escapes_in = [&](const MatchSite* s, bool count_returns) {
+      return std::any_of(s->match.escapes.begin(), s->match.escapes.end(), [&](const match::Escape& x) {
+        return producer_place(*s->match.target, x.value) == place && (count_returns || x.consumer_op >= 0);
+      });
+    };
+    const MatchSite* largest = *std::max_element(callers.begin(), callers.end(), [](const MatchSite* a, const MatchSite* b) {
+      return a->match.target->ops.size() < b->match.target->ops.size();
+    });
+    bool read = std::any_of(callers.begin(), callers.end(), [&](const MatchSite* s) { return escapes_in(s, false); });
+    if (!read && !escapes_in(largest, true)) out.insert(place);
+  }
+  return out;
+}
+
 void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
-                   const std::vector<model::BranchCondition>* branches) {
+                   const std::vector<model::BranchCondition>* branches, const std::set<std::string>& dropped) {
   for (const CheckResult& r : c.checks) {
     if (r.answer == check::Answer::Violated && r.severity == "error") add_unique(c.blocking, blocking_text(r));
     if (r.answer == check::Answer::Violated && r.severity != "error")
@@ -361,6 +420,13 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
   for (const match::Escape& e : site.match.escapes) {
     if (only_in_other_stages(site, e.consumer_op, c, branches)) continue;
     std::string value = value_text(*site.match.target, e.value);
+    if (e.consumer_op < 0 && dropped.count(producer_place(*site.match.target, e.value))) {
+      c.evidence.push_back(fmt::format("{} is returned by {} (line {}), and every caller seen drops it: the rewrite "
+                                       "returns None in its place",
+                                       value, site.function, e.line));
+      c.apply_dropped_returns.push_back(value);
+      continue;
+    }
     Location where{c.location.file, e.line > 0 ? e.line : c.location.start_line, e.line > 0 ? e.line : c.location.end_line};
     // "read by add(...) at model.py:130" names its place; a return does not.
     const std::string use = e.consumer_op < 0 && e.line > 0 ? fmt::format("{} at line {}", e.how, e.line) : e.how;
@@ -531,7 +597,7 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
     c.verification_cut = verification_cut(site, c.location);
     fill_apply_site(site, c);
     if (ctx.branches) note_config_arms(*ctx.branches, c);
-    decide_status(rule, site, c, ctx.branches);
+    decide_status(rule, site, c, ctx.branches, dropped_by_callers(site, matches));
     out.candidates.push_back(std::move(c));
     rule_of.push_back(&rule);
   }

@@ -127,6 +127,10 @@ struct Candidate {
     std::string value;       // what it read ("attn_impl == 'naive' = False")
   };
   std::vector<ConfigArm> apply_config_arms;
+  // Intermediates the matched function returns and every caller drops
+  // (plan/candidate_builder: no escape where the chain is seen inlined in
+  // its callers), by name: the rewrite returns None in their place.
+  std::vector<std::string> apply_dropped_returns;
   std::vector<int> apply_op_copies;              // per apply_ops entry, its copy of the unrolled layer loop (0: outside)
   std::vector<SourceRange> apply_outputs;        // producers of the chain's results, in anchor order
   std::vector<std::string> apply_output_names;   // the names those results were bound to ("" when none)

@@ -346,5 +346,70 @@ TEST(ChainStatements, DroppedWeightsStayWhenTheFunctionIsUsedOtherwise) {
   for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("    return out, probs\n"), std::string::npos);
 }
 
+// HF's current shape: the eager function returns its weights, the attention
+// returns them on, and the decoder layer unpacks them into `_` (or, in the
+// second text, reads them). `layer_tail` ends the layer's forward.
+std::string hf_weights_through_two_levels(const std::string& layer_tail) {
+  return "import torch\n"
+         "import torch.nn.functional as F\n"
+         "from torch import nn\n"
+         "\n"
+         "\n"
+         "def eager_attention_forward(module, query, key, value, attention_mask, scaling):\n"
+         "    attn_weights = torch.matmul(query, key.transpose(2, 3)) * scaling\n"
+         "    if attention_mask is not None:\n"
+         "        attn_weights = attn_weights + attention_mask[:, :, :, : key.shape[-2]]\n"
+         "    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)\n"
+         "    attn_output = torch.matmul(attn_weights, value)\n"
+         "    return attn_output.transpose(1, 2).contiguous(), attn_weights\n"
+         "\n"
+         "\n"
+         "ATTENTION_FUNCTIONS = {\"eager\": eager_attention_forward}\n"
+         "\n"
+         "\n"
+         "class Attention(nn.Module):\n"
+         "    def __init__(self, head_dim, impl):\n"
+         "        super().__init__()\n"
+         "        self.scaling = head_dim ** -0.5\n"
+         "        self.impl = impl\n"
+         "\n"
+         "    def forward(self, query, key, value, attention_mask):\n"
+         "        attend = eager_attention_forward\n"
+         "        attn_output, attn_weights = attend(self, query, key, value, attention_mask, scaling=self.scaling)\n"
+         "        return attn_output, attn_weights\n"
+         "\n"
+         "\n"
+         "class DecoderLayer(nn.Module):\n"
+         "    def __init__(self, head_dim):\n"
+         "        super().__init__()\n"
+         "        self.self_attn = Attention(head_dim, \"eager\")\n"
+         "\n"
+         "    def forward(self, query, key, value, attention_mask):\n" +
+         layer_tail;
+}
+
+TEST(ChainStatements, WeightsTheLayerDropsTwoCallsUpAreReturnedAsNone) {
+  ScratchDir dir("two_levels");
+  PatchSet set = testing::patches_for_text(dir, hf_weights_through_two_levels(
+                                                    "        out, _ = self.self_attn(query, key, value, attention_mask)\n"
+                                                    "        return out\n"));
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  // Called through a name bound to it: the call's arguments name the bindings.
+  EXPECT_NE(text.find("torch_npu.npu_fused_infer_attention_score(\n        query, key, value,"), std::string::npos) << text;
+  EXPECT_NE(text.find(".contiguous(), None\n"), std::string::npos) << text;
+  // The mask the replacement does not read needs no spelling.
+  EXPECT_EQ(text.find("attention_mask[:, :, :, : key.shape[-2]]"), std::string::npos) << text;
+}
+
+TEST(ChainStatements, WeightsTheLayerReadsKeepTheChainByHand) {
+  ScratchDir dir("two_levels_read");
+  PatchSet set = testing::patches_for_text(dir, hf_weights_through_two_levels(
+                                                    "        out, weights = self.self_attn(query, key, value, attention_mask)\n"
+                                                    "        return out * weights.mean()\n"));
+  EXPECT_FALSE(applied(set, "attention.fia_prefill")) << listed(set);
+  EXPECT_NE(listed(set).find("keep_intermediate"), std::string::npos) << listed(set);
+}
+
 }  // namespace
 }  // namespace npufuse::apply

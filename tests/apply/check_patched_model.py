@@ -12,7 +12,9 @@
 3. with the CPU stand-in torch_npu, the patched model given the original's
    random weights (through load_state_dict, so load-time hooks such as the
    gate/up merge run) computes the same logits, for a full forward and for
-   prefill plus decode steps;
+   prefill plus decode steps, with config.tiny.json plus the expectation's
+   `config_overrides`, and again with each of its `config_variants` on top
+   (llama_like runs its eager and its SDPA attention);
 4. every torch_npu operator the patch calls is made wrong in turn (its first
    floating output scaled): the comparison must then fail, which proves each
    rewritten chain is on the model's path and that step 3 can catch a wrong
@@ -211,18 +213,24 @@ def main():
         ensure_sdpa()
         config = json.loads((model_dir / "config.tiny.json").read_text())
         config.update(expected.get("config_overrides", {}))
+        # Further settings run too, each on top of those (another attention
+        # implementation takes another patched path).
+        configs = [config] + [dict(config, **variant) for variant in expected.get("config_variants", [])]
         original = load_module(model_dir / "model.py", f"original_{args.model}")
         patched = load_module(patched_py, f"patched_{args.model}")
-        worst = max_difference(original, patched, config)
-        print(f"max |logits difference| patched vs original: {worst:.3g} (tolerance {TOLERANCE})")
-        if not worst <= TOLERANCE:
-            problems.append(f"patched logits differ by {worst:.3g} > {TOLERANCE}")
+        for variant in configs:
+            worst = max_difference(original, patched, variant)
+            changed = {k: v for k, v in variant.items() if config.get(k) != v}
+            label = f" with {changed}" if changed else ""
+            print(f"max |logits difference| patched vs original{label}: {worst:.3g} (tolerance {TOLERANCE})")
+            if not worst <= TOLERANCE:
+                problems.append(f"patched logits{label} differ by {worst:.3g} > {TOLERANCE}")
 
         for op in sorted(set(re.findall(r"torch_npu\.(\w+)\(", text))):
             right = getattr(torch_npu, op)
             setattr(torch_npu, op, wrong_version(right))
             try:
-                wrong = max_difference(original, patched, config)
+                wrong = max(max_difference(original, patched, variant) for variant in configs)
             finally:
                 setattr(torch_npu, op, right)
             print(f"with a wrong {op}: {wrong:.3g}")
