@@ -426,13 +426,6 @@ struct Holder {
   std::string why_not;
 };
 
-// `NAME = value` or `NAME: T = value`: the name and the value; nulls otherwise.
-std::pair<const ast::Name*, const ast::expr*> name_assignment(const ast::Node* x) {
-  if (auto* a = ast::as<ast::Assign>(x); a && a->targets.size == 1) return {ast::as<ast::Name>(a->targets[0]), a->value};
-  if (auto* a = ast::as<ast::AnnAssign>(x); a && a->value) return {ast::as<ast::Name>(a->target), a->value};
-  return {nullptr, nullptr};
-}
-
 Holder module_holder(const FunctionAt& fn, const model::SourceSet& sources) {
   Holder out;
   const std::string name(fn.fn->name);
