@@ -196,9 +196,6 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
   std::map<std::pair<uint32_t, uint32_t>, int> moved_uses;  // a moved expression must be computed once
   for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
     const auto& [param, text] = c.apply_bindings[i];
-    // Never read by the replacement (FIA's mask, replaced by the compressed
-    // causal one): nothing to spell.
-    if (r.replace && reads_of(*r.replace, param) == 0) continue;
     Origin origin = i < c.apply_binding_origins.size() ? c.apply_binding_origins[i] : Origin{};
     // "1 / x": a parameter the model divides by.
     std::string prefix = text.rfind("1 / ", 0) == 0 ? "1 / " : "";

@@ -904,9 +904,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     else
       spelling.removed.emplace_back(s->begin, s->end);
   }
+  // A parameter the replacement never reads (FIA's mask, replaced by the
+  // compressed causal one) needs no spelling.
+  const std::set<std::string> read = names_in(rule.replace, ast::expr_context::Load);
+  const plan::Candidate bound = only_bindings(c, [&](size_t i) { return read.count(c.apply_bindings[i].first) > 0; });
   if (fn->qualified == c.apply_function) {
     // Matched in fn itself.
-    SpelledBindings spelled = spell_bindings(c, spelling);
+    SpelledBindings spelled = spell_bindings(bound, spelling);
     if (!spelled.refusal.empty()) return Refused{spelled.refusal, here};
     request.arguments = std::move(spelled.arguments);
   } else {
@@ -914,17 +918,12 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     // (HF's sliced mask `attention_mask[..., :n]` in the attention function)
     // are spelt there, the others through the call's arguments.
     auto computed_in_fn = [&](size_t i) {
-      if (i >= c.apply_binding_origins.size()) return false;
-      const plan::Candidate::BindingOrigin& o = c.apply_binding_origins[i];
+      const plan::Candidate::BindingOrigin& o = bound.apply_binding_origins[i];
       return o.kind == plan::Candidate::BindingOrigin::Kind::Expression && o.range.file == file->path &&
              fn->fn->body[0]->begin <= o.range.begin && o.range.end <= fn->fn->end;
     };
-    // A parameter the replacement never reads (FIA's mask, replaced by the
-    // compressed causal one) needs no spelling.
-    const std::set<std::string> read = names_in(rule.replace, ast::expr_context::Load);
-    auto used = [&](size_t i) { return read.count(c.apply_bindings[i].first) > 0; };
-    plan::Candidate outer = only_bindings(c, [&](size_t i) { return used(i) && !computed_in_fn(i); });
-    plan::Candidate inner = only_bindings(c, [&](size_t i) { return used(i) && computed_in_fn(i); });
+    plan::Candidate outer = only_bindings(bound, [&](size_t i) { return !computed_in_fn(i); });
+    plan::Candidate inner = only_bindings(bound, computed_in_fn);
     std::string missing;
     request.arguments = arguments_in(*fn, outer, sources, missing);
     if (!missing.empty()) return Refused{missing, here};
@@ -957,12 +956,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   }
 
   std::string_view text = file->parsed->source.text();
-  auto indent_of = [&](const ast::stmt* s) -> std::optional<std::string> {
-    uint32_t line_start = file->parsed->source.line_start(s->lineno);
-    std::string indent(text.substr(line_start, s->begin - line_start));
-    if (indent.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
-    return indent;
-  };
+  auto indent_of = [&](const ast::stmt* s) { return own_line_indent(*file, s); };
   // The run's first statement (or the folded if it lies in), and the with's
   // body: each on lines of its own.
   const ast::stmt* top_front = folds.top_of(run.front());
@@ -990,13 +984,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 
   // A binding the analysis spelt itself (an op's name, not model code)
   // would be an undefined name in the patched file.
-  std::set<std::string> known;
-  model::walk(file->parsed->module, [&](const ast::Node* x) {
-    if (auto* name = ast::as<ast::Name>(x)) known.insert(std::string(name->id));
-    if (auto* def = ast::as<ast::FunctionDef>(x)) known.insert(std::string(def->name));
-    if (auto* cls = ast::as<ast::ClassDef>(x)) known.insert(std::string(cls->name));
-    return true;
-  });
+  const std::set<std::string> known = names_in_file(*file);
   for (const auto& [param, text] : request.arguments) {
     std::set<std::string> reads;
     try {
@@ -1050,7 +1038,8 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   std::string notes;
   std::set<std::string> commented;  // one comment for ifs with the same test
   for (const FoldedIf& f : folds.ifs) {
-    if (commented.insert(fold_comment(f)).second) notes += fold_comment(f) + "\n" + *outer_indent;
+    std::string comment = fold_comment(f);
+    if (commented.insert(comment).second) notes += comment + "\n" + *outer_indent;
     folded.emplace_back(fmt::format("{}:{}", file->path, f.statement->lineno),
                         fmt::format("config branch `if {}` folded to its {} arm ({})", f.arm->condition,
                                     f.arm->then_arm ? "then" : "else", f.arm->value));

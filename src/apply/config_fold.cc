@@ -97,14 +97,6 @@ std::string fold_comment(const FoldedIf& f) {
                      f.arm->then_arm ? "then" : "else", f.arm->value);
 }
 
-std::string line_indent(const model::ModelFile& file, const ast::stmt* s, bool& ok) {
-  std::string_view text = file.parsed->source.text();
-  uint32_t start = file.parsed->source.line_start(s->lineno);
-  std::string indent(text.substr(start, s->begin - start));
-  ok = indent.find_first_not_of(" \t") == std::string::npos;
-  return ok ? indent : std::string();
-}
-
 std::string reindented(const std::string& text, const std::string& from, const std::string& to) {
   if (from == to) return text;
   std::string out;
@@ -125,8 +117,7 @@ std::string reindented(const std::string& text, const std::string& from, const s
 }
 
 std::string moved_text(const model::ModelFile& file, const ast::stmt* s, const std::string& to) {
-  bool ok = false;
-  std::string from = line_indent(file, s, ok);
+  std::string from = own_line_indent(file, s).value_or("");
   const frontend::SourceFile& source = file.parsed->source;
   std::string_view text = source.text();
   // The comment lines right above it, as written.

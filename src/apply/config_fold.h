@@ -48,10 +48,6 @@ ConfigFolds fold_config_ifs(std::vector<const frontend::ast::stmt*>& list,
 // "# config fold: `if self.n_groups > 1` -> then arm (n_group > 1 = True)".
 std::string fold_comment(const FoldedIf& folded);
 
-// The indentation of `s`'s first line; nullopt-like empty string with
-// `ok` false when other code precedes it on that line.
-std::string line_indent(const model::ModelFile& file, const frontend::ast::stmt* s, bool& ok);
-
 // `text` with each continuation line's `from` indentation changed to `to`.
 std::string reindented(const std::string& text, const std::string& from, const std::string& to);
 

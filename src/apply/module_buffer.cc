@@ -487,13 +487,7 @@ ModuleBuffers module_level_constants(const FunctionAt& fn, const rules::Rule& ru
     return out;
   }
   const model::ModelFile& file = *fn.file;
-  std::set<std::string> taken;
-  model::walk(file.parsed->module, [&](const ast::Node* x) {
-    if (auto* n = ast::as<ast::Name>(x)) taken.insert(std::string(n->id));
-    if (auto* d = ast::as<ast::FunctionDef>(x)) taken.insert(std::string(d->name));
-    if (auto* c = ast::as<ast::ClassDef>(x)) taken.insert(std::string(c->name));
-    return true;
-  });
+  std::set<std::string> taken = names_in_file(file);
   const ast::stmt* anchor = nullptr;
   for (const ast::stmt* st : file.parsed->module->body)
     if (ast::as<ast::FunctionDef>(st) || ast::as<ast::AsyncFunctionDef>(st) || ast::as<ast::ClassDef>(st)) {

@@ -72,6 +72,25 @@ std::string text_of(const model::ModelFile& file, const ast::Node* n) {
   return std::string(file.parsed->source.text().substr(n->begin, n->end - n->begin));
 }
 
+std::optional<std::string> own_line_indent(const model::ModelFile& file, const ast::Node* n) {
+  const frontend::SourceFile& src = file.parsed->source;
+  uint32_t start = src.line_start(src.line_col(n->begin).line);
+  std::string lead(src.text().substr(start, n->begin - start));
+  if (lead.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
+  return lead;
+}
+
+std::set<std::string> names_in_file(const model::ModelFile& file) {
+  std::set<std::string> out;
+  model::walk(file.parsed->module, [&](const ast::Node* x) {
+    if (auto* name = ast::as<ast::Name>(x)) out.insert(std::string(name->id));
+    if (auto* def = ast::as<ast::FunctionDef>(x)) out.insert(std::string(def->name));
+    if (auto* cls = ast::as<ast::ClassDef>(x)) out.insert(std::string(cls->name));
+    return true;
+  });
+  return out;
+}
+
 std::string last_name(const ast::expr* e) {
   if (auto* name = ast::as<ast::Name>(e)) return std::string(name->id);
   if (auto* attr = ast::as<ast::Attribute>(e)) return std::string(attr->attr);

@@ -35,6 +35,13 @@ const frontend::ast::Assign* self_assignment(const frontend::ast::FunctionDef& f
 // The source text of a node of `file`.
 std::string text_of(const model::ModelFile& file, const frontend::ast::Node* n);
 
+// The whitespace before `n` on its line, when only whitespace precedes it
+// there; nullopt when other code does.
+std::optional<std::string> own_line_indent(const model::ModelFile& file, const frontend::ast::Node* n);
+
+// Every name `file` reads or binds, and the names of its functions and classes.
+std::set<std::string> names_in_file(const model::ModelFile& file);
+
 // The last name of a reference: `autocast` for `torch.cuda.amp.autocast`,
 // `x` for `x`; empty for anything else.
 std::string last_name(const frontend::ast::expr* e);

@@ -71,15 +71,6 @@ size_t index_of(const frontend::Span<ast::stmt*>& body, const ast::stmt* s) {
   return body.size;
 }
 
-// The indentation of the line `s` starts on, when only whitespace precedes it there.
-std::optional<std::string> indent_of(const model::ModelFile& f, const ast::Node* s) {
-  const frontend::SourceFile& src = f.parsed->source;
-  uint32_t start = src.line_start(s->lineno);
-  std::string lead(src.text().substr(start, s->begin - start));
-  if (lead.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
-  return lead;
-}
-
 uint32_t line_begin(const model::ModelFile& f, const ast::Node* s) { return f.parsed->source.line_start(s->lineno); }
 
 // The byte after the line `s` ends on.
@@ -164,15 +155,6 @@ bool assigned_in(const frontend::Span<ast::stmt*>& stmts, size_t from, size_t to
   for (size_t i = from; i < to && i < stmts.size; ++i)
     if (mentions(stmts[i], name, ast::expr_context::Store)) return true;
   return false;
-}
-
-// The whitespace before `n` on its line, when only whitespace precedes it there.
-std::optional<std::string> own_line_indent(const model::ModelFile& f, const ast::Node* n) {
-  const frontend::SourceFile& src = f.parsed->source;
-  uint32_t start = src.line_start(src.line_col(n->begin).line);
-  std::string lead(src.text().substr(start, n->begin - start));
-  if (lead.find_first_not_of(" \t") != std::string::npos) return std::nullopt;
-  return lead;
 }
 
 // `item` (a parameter or argument text such as "npu_residual=None") added
@@ -438,9 +420,9 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
   while (first < lfn.body.size && is_docstring(lfn.body[first])) ++first;
   if (first == lfn.body.size || lfn.body[first]->lineno == lfn.lineno)
     return Refusal{fmt::format("{}'s body does not start on a line of its own", layer->qualified), place(lf, &lfn)};
-  std::optional<std::string> body_indent = indent_of(lf, lfn.body[first]);
-  std::optional<std::string> loop_indent = indent_of(mf, loop.loop);
-  std::optional<std::string> add_indent = indent_of(lf, ret.add_statement);
+  std::optional<std::string> body_indent = own_line_indent(lf, lfn.body[first]);
+  std::optional<std::string> loop_indent = own_line_indent(mf, loop.loop);
+  std::optional<std::string> add_indent = own_line_indent(lf, ret.add_statement);
   if (!body_indent || !loop_indent || !add_indent)
     return Refusal{"a statement the refactor puts code before shares its line with other code", here};
 

@@ -336,18 +336,20 @@ bool only_in_other_stages(const MatchSite& site, int op, const Candidate& c,
   return !stage.empty() && !c.stages.empty() && std::find(c.stages.begin(), c.stages.end(), stage) == c.stages.end();
 }
 
-// Where the op producing value `v` of `g` is in the source ("" when nowhere).
-std::string producer_place(const model::FunctionDataflow& g, int v) {
-  const model::DataflowOp& op = g.producer_of(v);
+// Where an op is in the source ("" when nowhere), the same in every graph
+// that inlines its code.
+std::string place_of(const model::DataflowOp& op) {
   return op.file ? fmt::format("{}:{}-{}", op.file->path, op.begin, op.end) : std::string();
 }
+
+std::string producer_place(const model::FunctionDataflow& g, int v) { return place_of(g.producer_of(v)); }
 
 // Where each computing op of a match is in the source.
 std::set<std::string> op_places(const MatchSite& site) {
   std::set<std::string> out;
   for (int id : site.match.ops) {
     const model::DataflowOp& op = site.match.target->ops[static_cast<size_t>(id)];
-    if (op.file && computes(op)) out.insert(fmt::format("{}:{}-{}", op.file->path, op.begin, op.end));
+    if (op.file && computes(op)) out.insert(place_of(op));
   }
   return out;
 }
@@ -374,6 +376,9 @@ std::set<std::string> dropped_by_callers(const MatchSite& site, const std::vecto
     if (std::includes(theirs.begin(), theirs.end(), places.begin(), places.end())) callers.push_back(&s);
   }
   if (callers.empty()) return out;
+  const MatchSite* largest = *std::max_element(callers.begin(), callers.end(), [](const MatchSite* a, const MatchSite* b) {
+    return a->match.target->ops.size() < b->match.target->ops.size();
+  });
   for (const match::Escape& e : site.match.escapes) {
     if (e.consumer_op >= 0 || e.how != "returned") continue;
     std::string place = producer_place(g, e.value);
@@ -386,9 +391,6 @@ std::set<std::string> dropped_by_callers(const MatchSite& site, const std::vecto
         return producer_place(*s->match.target, x.value) == place && (count_returns || x.consumer_op >= 0);
       });
     };
-    const MatchSite* largest = *std::max_element(callers.begin(), callers.end(), [](const MatchSite* a, const MatchSite* b) {
-      return a->match.target->ops.size() < b->match.target->ops.size();
-    });
     bool read = std::any_of(callers.begin(), callers.end(), [&](const MatchSite* s) { return escapes_in(s, false); });
     if (!read && !escapes_in(largest, true)) out.insert(place);
   }
