@@ -100,6 +100,12 @@ add_test(NAME apply_verify_alternative
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case alternative)
 set_tests_properties(apply_verify_alternative PROPERTIES TIMEOUT 900)
+# `verify OUT` from another folder than the one analyze and apply ran in with relative
+# paths: the candidates are found again and verified.
+add_test(NAME verify_apply_output_from_elsewhere
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case relative)
+set_tests_properties(verify_apply_output_from_elsewhere PROPERTIES TIMEOUT 900)
 # A model the machine cannot build (the process is killed): judged by the harnesses, the
 # model check skipped once with the reason and what to do.
 add_test(NAME apply_verify_model_too_large

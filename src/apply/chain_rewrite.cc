@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "apply/binding_spelling.h"
+#include "apply/branch_split.h"
 #include "apply/chain_block.h"
 #include "apply/config_fold.h"
 #include "apply/module_buffer.h"
@@ -635,13 +636,19 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   const std::vector<const ast::stmt*>& list = block.statements;
   size_t first = list.size(), last = 0;
   std::vector<bool> touched(list.size(), false);
+  // An if the chain runs through, when it has one (apply/branch_split.h).
+  const ast::If* split = nullptr;
   for (const auto& [begin, end] : local)
     for (size_t i = 0; i < list.size(); ++i) {
       if (!(list[i]->begin <= begin && end <= list[i]->end)) continue;
       if (std::string kind = compound_kind(list[i]); !kind.empty() && !whole_loop_of_chain(list[i], local) &&
-                                                     !optional_if_of_chain(list[i], local, c.apply_optional_ifs, file->path))
-        return Refused{fmt::format("the chain's ops lie in the header and body, or in several clauses, of the {} "
-                                   "statement at {}:{}; edit it by hand", kind, file->path, list[i]->lineno), here};
+                                                     !optional_if_of_chain(list[i], local, c.apply_optional_ifs, file->path)) {
+        const ast::If* through = wrapper || !folds.ifs.empty() ? nullptr : split_if_of_chain(list[i], local);
+        if (!through || (split && split != through))
+          return Refused{fmt::format("the chain's ops lie in the header and body, or in several clauses, of the {} "
+                                     "statement at {}:{}; edit it by hand", kind, file->path, list[i]->lineno), here};
+        split = through;
+      }
       touched[i] = true;
       first = std::min(first, i);
       last = std::max(last, i);
@@ -691,6 +698,27 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                hoisted.front()->lineno), here};
   std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
+  // A split's test runs before the chain's statements: it must not read what
+  // those before the if assign.
+  if (split) {
+    if (!copies.empty())
+      return Refused{fmt::format("{}:{} copies a name in a chain that runs through the if statement at {}:{}; edit it "
+                                 "by hand", file->path, (*copies.begin())->lineno, file->path, split->lineno), here};
+    for (const Range& out : outputs)
+      if (holds(split, out))
+        return Refused{fmt::format("the chain's result is computed in the body of the if statement at {}:{}; edit it "
+                                   "by hand", file->path, split->lineno), here};
+    std::set<std::string> assigned;
+    for (const ast::stmt* s : run) {
+      if (s == split) break;
+      if (std::find(hoisted.begin(), hoisted.end(), s) != hoisted.end()) continue;
+      for (const std::string& n : names_in(s, ast::expr_context::Store)) assigned.insert(n);
+    }
+    for (const std::string& n : names_in(split->test, ast::expr_context::Load))
+      if (assigned.count(n))
+        return Refused{fmt::format("the test of the if statement at {}:{} reads '{}', which the chain's statements "
+                                   "before it assign; edit it by hand", file->path, split->lineno, n), here};
+  }
   for (const std::string& h : helpers)
     if (!run_calls(run, *fn, h, sources)) {
       // Only casts or views the chain took over on its way to a binding lie
@@ -964,12 +992,19 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   std::optional<std::string> outer_indent = indent_of(wrapper && first == body_first ? wrapper : top_front);
   if (!outer_indent)
     return Refused{fmt::format("{}:{} shares its line with other code", file->path, top_front->lineno), here};
-  // A statement moved out of a folded arm, at the run's indentation.
-  auto at_outer = [&](const ast::stmt* s, std::string text) {
+  // A split's arms are at its body's indentation.
+  std::optional<std::string> arm_indent = split ? indent_of(split->body[0]) : outer_indent;
+  if (!arm_indent)
+    return Refused{fmt::format("{}:{} shares its line with other code", file->path, split->body[0]->lineno), here};
+  // A statement moved to `to` from its own indentation.
+  auto moved_to = [&](const ast::stmt* s, std::string text, const std::string& to) {
     std::optional<std::string> own = indent_of(s);
-    return own ? reindented(text, *own, *outer_indent) : text;
+    return own ? reindented(text, *own, to) : text;
   };
-  request.indent = *outer_indent;
+  // A statement kept by the rewrite or moved out of a folded arm, at the
+  // replacement's indentation.
+  auto at_outer = [&](const ast::stmt* s, std::string text) { return moved_to(s, std::move(text), *arm_indent); };
+  request.indent = *arm_indent;
   if (wrapper) {
     std::optional<std::string> body_indent = indent_of(wrapper->body[0]);
     if (!body_indent)
@@ -1006,6 +1041,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   if (shared_result)
     return Refused{fmt::format("{}:{}: one expression gives several of the chain's results; assign each to a name",
                                file->path, shared_result->lineno), here};
+  std::vector<std::pair<std::string, std::string>> folded;
   std::string replaced;
   try {
     replaced = replacement_text(request);
@@ -1023,8 +1059,15 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     replaced = std::string(text.substr(wrapper->begin, body_line - wrapper->begin)) + request.indent + replaced;
     edit_begin = std::min(edit_begin, wrapper->begin);
   }
+  if (split) {
+    std::vector<const ast::stmt*> original;
+    for (const ast::stmt* s : run)
+      if (s != split && std::find(hoisted.begin(), hoisted.end(), s) == hoisted.end()) original.push_back(s);
+    replaced = split_text(*file, split, *outer_indent, *arm_indent, replaced, original, run.front());
+    folded.emplace_back(fmt::format("{}:{}", file->path, split->lineno), split_note(*file, split));
+  }
   for (auto h = hoisted.rbegin(); h != hoisted.rend(); ++h)
-    replaced = at_outer(*h, text_of(*file, *h)) + "\n" + *outer_indent + replaced;
+    replaced = moved_to(*h, text_of(*file, *h), *outer_indent) + "\n" + *outer_indent + replaced;
   // A folded if's statements before and after the run stay, moved out of
   // their arm; a comment says which arm ran.
   std::string before;
@@ -1034,7 +1077,6 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (size_t i = last + 1; i < list.size(); ++i)
     if (folds.top.count(list[i]) && folds.top_of(list[i]) == top_back)
       replaced += "\n" + *outer_indent + moved_text(*file, list[i], *outer_indent);
-  std::vector<std::pair<std::string, std::string>> folded;
   std::string notes;
   std::set<std::string> commented;  // one comment for ifs with the same test
   for (const FoldedIf& f : folds.ifs) {
@@ -1085,6 +1127,11 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
     });
   }
   for (const auto& [param, text] : c.apply_bindings) {
+    // Bound to nothing: no spelling here either (module_buffer may find one).
+    if (text.empty()) {
+      out[param] = "";
+      continue;
+    }
     auto it = caller_text_to_param.find(text);
     if (it == caller_text_to_param.end()) {
       // `self.scaling` in the caller, which passes `self` as fn's `module`:

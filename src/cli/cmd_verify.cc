@@ -85,6 +85,17 @@ int run_verify(VerifyCliOptions o) {
         return static_cast<int>(kOk);
       }
       if (o.run.out_dir.empty()) o.run.out_dir = (fs::path(o.input) / "verify").string();
+      // The model paths as apply was given them, read from where it ran: the
+      // candidate ids spell files that way. The folders given here keep
+      // meaning what they meant where verify was started.
+      std::error_code ec;
+      if (!m.cwd.empty() && !fs::equivalent(m.cwd, fs::current_path(), ec)) {
+        if (!fs::is_directory(m.cwd, ec))
+          throw FileError(fmt::format("{}: apply ran in {}, which is gone; run apply again", o.input, m.cwd));
+        o.run.out_dir = fs::absolute(o.run.out_dir).string();
+        if (!o.run.python_dir.empty()) o.run.python_dir = fs::absolute(o.run.python_dir).string();
+        fs::current_path(m.cwd);
+      }
     } else {
       o.run.plan_path = o.input;
       if (o.run.out_dir.empty()) o.run.out_dir = "npufuse-verify";

@@ -19,10 +19,10 @@ std::string absolute(const std::string& p) { return fs::weakly_canonical(fs::abs
 
 std::string write_apply_manifest(const std::string& out_dir, const ApplyManifest& m) {
   nlohmann::ordered_json j;
-  j["schema"] = "npufuse-apply-manifest/1";
+  j["schema"] = "npufuse-apply-manifest/2";
   j["plan"] = absolute(m.plan);
-  j["paths"] = nlohmann::ordered_json::array();
-  for (const std::string& p : m.paths) j["paths"].push_back(absolute(p));
+  j["paths"] = m.paths;
+  j["cwd"] = m.cwd.empty() ? fs::current_path().string() : absolute(m.cwd);
   j["applied"] = m.applied;
   std::string path = (fs::path(out_dir) / kApplyManifestName).string();
   write_file_atomic(path, j.dump(2) + "\n");
@@ -52,6 +52,7 @@ ApplyManifest read_apply_manifest(const std::string& dir) {
     m.plan = j.at("plan").get<std::string>();
     m.paths = j.value("paths", std::vector<std::string>{});
     m.applied = j.at("applied").get<std::vector<std::string>>();
+    m.cwd = j.value("cwd", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw FileError(fmt::format("{}:1:1: {}", path, e.what()));
   }

@@ -1,7 +1,9 @@
 #pragma once
 // What `npufuse apply --out DIR` leaves for `npufuse verify DIR`:
 // DIR/npufuse-apply.json with the plan (absolute path), the model paths
-// given to apply (empty: the plan's) and the candidate ids applied.
+// as given to apply (empty: the plan's), the folder apply ran in and the
+// candidate ids applied. Candidate ids name files as the paths spell them, so
+// the analysis is run again on those spellings, from that folder.
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@ struct ApplyManifest {
   std::string plan;
   std::vector<std::string> paths;
   std::vector<std::string> applied;
+  std::string cwd;  // absolute; empty in a manifest written before it was recorded (its paths are absolute)
 };
 
 inline constexpr const char* kApplyManifestName = "npufuse-apply.json";

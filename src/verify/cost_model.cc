@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <toml++/toml.h>
 
 #include "check/evaluate.h"
@@ -117,7 +119,7 @@ const RuleCost* CostModel::find(const std::string& rule) const {
 }
 
 Estimate CostModel::estimate(const std::string& rule, const std::map<std::string, int64_t>& sizes, int64_t batch,
-                             int64_t seq, int dtype_bytes) const {
+                             int64_t seq, int dtype_bytes, const std::vector<std::string>& stages) const {
   Estimate e;
   e.rule = rule;
   const RuleCost* c = find(rule);
@@ -145,6 +147,7 @@ Estimate CostModel::estimate(const std::string& rule, const std::map<std::string
     return launches * launch_us_ / static_cast<double>(tokens) + bytes / (hbm_gb_per_s_ * 1e3);
   };
   for (auto [stage, tokens] : {std::pair<const char*, int64_t>{"prefill", batch * seq}, {"decode", batch}}) {
+    if (!stages.empty() && std::find(stages.begin(), stages.end(), stage) == stages.end()) continue;
     StageEstimate s;
     s.stage = stage;
     s.tokens_per_launch = tokens;

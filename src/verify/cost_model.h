@@ -52,9 +52,10 @@ class CostModel {
   const std::map<std::string, RuleCost>& rules() const { return rules_; }
 
   // sizes: H, I, D, N, KVN, E, K, C as known; B and S are the run's batch
-  // and sequence length; dtype_bytes the activation element size.
+  // and sequence length; dtype_bytes the activation element size; stages
+  // the rule's (prefill, decode: the fused op runs only there), empty for both.
   Estimate estimate(const std::string& rule, const std::map<std::string, int64_t>& sizes, int64_t batch,
-                    int64_t seq, int dtype_bytes) const;
+                    int64_t seq, int dtype_bytes, const std::vector<std::string>& stages = {}) const;
 
  private:
   double launch_us_ = 0, hbm_gb_per_s_ = 0;

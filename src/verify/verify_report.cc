@@ -21,6 +21,7 @@ json check_json(const CheckResult& r) {
 // The performance line of one candidate: measured on an NPU, else the estimate.
 std::string performance_words(const CheckResult& r, const HarnessSpec& spec) {
   const json& perf = r.data.is_object() && r.data.contains("performance") ? r.data["performance"] : spec.estimate;
+  if (!perf.is_object()) return "none (no harness ran)";
   if (perf.value("kind", "") == "measured") {
     // Median and spread of each side, and how many timed calls they are of.
     auto side = [](const json& t) {

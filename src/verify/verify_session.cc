@@ -108,7 +108,7 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
   std::map<std::string, int64_t> model_sizes = chosen.sizes;  // the estimate uses the model's sizes, never reduced ones
   for (const auto& [k, v] : configured) model_sizes[k] = v;
   spec.estimate = CostModel::embedded()
-                      .estimate(c.rule, model_sizes, options_.batch, options_.seq, dtype_bytes(spec.dtype))
+                      .estimate(c.rule, model_sizes, options_.batch, options_.seq, dtype_bytes(spec.dtype), rule->stages)
                       .to_json();
 
   if (patched.empty()) {

@@ -94,6 +94,71 @@ TEST(ChainStatements, AnIfWhoseOtherArmComputesSomethingElseStaysByHand) {
   for (const PatchedFile& f : set.files) EXPECT_NE(f.patched.find("else:"), std::string::npos) << f.patched;
 }
 
+// Attention whose causal mask is built only when `test` holds, the GQA
+// repeat on (B, S, N, D) before the transposes (attention.fia_prefill_bsnd_repeat).
+PatchSet masked_when(const ScratchDir& dir, const std::string& test) {
+  return testing::patches_for_text(dir,
+                                   "import math\n"
+                                   "\n"
+                                   "import torch\n"
+                                   "from torch import nn\n"
+                                   "\n"
+                                   "\n"
+                                   "class Attention(nn.Module):\n"
+                                   "    def __init__(self, num_heads, num_kv_heads, head_dim):\n"
+                                   "        super().__init__()\n"
+                                   "        self.num_heads = num_heads\n"
+                                   "        self.num_kv_heads = num_kv_heads\n"
+                                   "        self.head_dim = head_dim\n"
+                                   "\n"
+                                   "    def forward(self, q, k, v):\n"
+                                   "        bsz, q_len = q.shape[0], q.shape[1]\n"
+                                   "        n_rep = self.num_heads // self.num_kv_heads\n"
+                                   "        k_full = torch.repeat_interleave(k, repeats=n_rep, dim=2)\n"
+                                   "        v_full = torch.repeat_interleave(v, repeats=n_rep, dim=2)\n"
+                                   "        q = q.transpose(1, 2)\n"
+                                   "        k_full = k_full.transpose(1, 2)\n"
+                                   "        v_full = v_full.transpose(1, 2)\n"
+                                   "        scores = q @ k_full.transpose(-2, -1) * (1.0 / math.sqrt(self.head_dim))\n"
+                                   "        if " + test + ":\n"
+                                   "            kv_len = k_full.shape[-2]\n"
+                                   "            future = torch.ones(q_len, kv_len, dtype=torch.bool).triu(kv_len - q_len + 1)\n"
+                                   "            scores = scores.masked_fill(future, float(\"-inf\"))\n"
+                                   "        # normalise\n"
+                                   "        probs = scores.softmax(dim=-1)\n"
+                                   "        return (probs @ v_full).transpose(1, 2).reshape(bsz, q_len, -1)\n");
+}
+
+TEST(ChainStatements, AnIfTheChainRunsThroughIsSplitOnItsTest) {
+  ScratchDir dir("branch_split");
+  PatchSet set = masked_when(dir, "q_len > 1");
+  ASSERT_TRUE(applied(set, "attention.fia_prefill_bsnd_repeat")) << listed(set);
+  const std::string& text = set.files[0].patched;
+  size_t test = text.find("        if q_len > 1:\n            npu_result = torch_npu.npu_fused_infer_attention_score(");
+  size_t other = text.find("        else:\n            k_full = torch.repeat_interleave(k, repeats=n_rep, dim=2)\n");
+  ASSERT_NE(test, std::string::npos) << text;
+  ASSERT_NE(other, std::string::npos) << text;
+  EXPECT_LT(test, other);
+  // the replacement's arm returns the fused result; the other keeps the
+  // chain's statements without the if, its comments with them
+  EXPECT_NE(text.find("            return npu_result.reshape(bsz, q_len, -1)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("            # normalise\n            probs = scores.softmax(dim=-1)\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("masked_fill"), std::string::npos) << text;
+  EXPECT_EQ(text.find("if q_len > 1:"), text.rfind("if q_len > 1:")) << text;
+  EXPECT_NE(text.find("# branch split: `if q_len > 1`"), std::string::npos) << text;
+  ASSERT_EQ(set.refactored.size(), 1u);
+  EXPECT_NE(set.refactored[0].what.find("branch `if q_len > 1` split"), std::string::npos) << set.refactored[0].what;
+}
+
+TEST(ChainStatements, ASplitWhoseTestReadsTheChainsOwnNameIsRefused) {
+  ScratchDir dir("branch_split_reads_chain");
+  // the test would run before `scores` is computed
+  PatchSet set = masked_when(dir, "scores.shape[-2] > 1");
+  EXPECT_FALSE(applied(set, "attention.fia_prefill_bsnd_repeat")) << listed(set);
+  EXPECT_NE(listed(set).find("reads 'scores', which the chain's statements before it assign"), std::string::npos)
+      << listed(set);
+}
+
 TEST(ChainStatements, ANameTheIfBindsForTheStepIsNotReadAfterIt) {
   ScratchDir dir("optional_if_name_read");
   PatchSet set = patched(dir, "attention_mask",
@@ -348,11 +413,15 @@ TEST(ChainStatements, DroppedWeightsStayWhenTheFunctionIsUsedOtherwise) {
 
 // HF's current shape: the eager function returns its weights, the attention
 // returns them on, and the decoder layer unpacks them into `_` (or, in the
-// second text, reads them). `layer_tail` ends the layer's forward.
-std::string hf_weights_through_two_levels(const std::string& layer_tail) {
+// second text, reads them). `layer_tail` ends the layer's forward;
+// `dispatch` picks the function the attention calls.
+std::string hf_weights_through_two_levels(const std::string& layer_tail,
+                                          const std::string& dispatch = "        attend = eager_attention_forward\n") {
   return "import torch\n"
          "import torch.nn.functional as F\n"
          "from torch import nn\n"
+         "\n"
+         "from .backends import BACKENDS\n"
          "\n"
          "\n"
          "def eager_attention_forward(module, query, key, value, attention_mask, scaling):\n"
@@ -373,8 +442,8 @@ std::string hf_weights_through_two_levels(const std::string& layer_tail) {
          "        self.scaling = head_dim ** -0.5\n"
          "        self.impl = impl\n"
          "\n"
-         "    def forward(self, query, key, value, attention_mask):\n"
-         "        attend = eager_attention_forward\n"
+         "    def forward(self, query, key, value, attention_mask):\n" +
+         dispatch +
          "        attn_output, attn_weights = attend(self, query, key, value, attention_mask, scaling=self.scaling)\n"
          "        return attn_output, attn_weights\n"
          "\n"

@@ -19,15 +19,16 @@ fs::path scratch(const char* name) {
   return dir;
 }
 
-TEST(ApplyManifest, RoundTripsWithAbsolutePaths) {
+TEST(ApplyManifest, RoundTripsThePathsAsGivenWithTheFolderApplyRanIn) {
   fs::path dir = scratch("npufuse_manifest_roundtrip");
-  write_apply_manifest(dir.string(), {"plan.json", {"m/model.py"}, {"norm.rms_norm@m/model.py:3"}});
+  write_apply_manifest(dir.string(), {"plan.json", {"m/model.py"}, {"norm.rms_norm@m/model.py:3"}, ""});
   ApplyManifest m = read_apply_manifest(dir.string());
   EXPECT_TRUE(fs::path(m.plan).is_absolute());
   EXPECT_EQ(fs::path(m.plan).filename(), "plan.json");
-  ASSERT_EQ(m.paths.size(), 1u);
-  EXPECT_TRUE(fs::path(m.paths[0]).is_absolute());
+  // the candidate ids spell the file as apply was given it: so do the paths
+  EXPECT_EQ(m.paths, std::vector<std::string>{"m/model.py"});
   EXPECT_EQ(m.applied, std::vector<std::string>{"norm.rms_norm@m/model.py:3"});
+  EXPECT_TRUE(fs::equivalent(m.cwd, fs::current_path())) << m.cwd;
   fs::remove_all(dir);
 }
 

@@ -9,6 +9,9 @@
 --case alternative  a copy of rules/ whose rope.rope_half replace swaps cos and sin:
                apply --verify must roll it back and keep its plan alternative
                rope.rope_half_rotary_mul in its place, saying so.
+--case relative  analyze and apply run inside the model's folder with relative paths
+               (as users type them), then `verify OUT` from another folder: every applied
+               candidate is found again, its harness passes and the patched model matches.
 --case models  apply --verify on every test model: whatever apply patches is kept only
                with a passing model-level check; a model apply cannot patch says why.
 
@@ -223,6 +226,37 @@ def case_models(args, src, tmp, problems):
                   else "  no applicable candidate in the plan")
 
 
+def case_relative(args, src, tmp, problems):
+    npufuse = Path(args.npufuse).resolve()
+    work = tmp / "work"
+    shutil.copytree(src / "tests" / "models" / "qwen3_moe_like", work)
+    for cmd in (["analyze", "model.py", "--config", "config.json", "--format", "json", "-o", "plan.json"],
+                ["apply", "model.py", "--plan", "plan.json", "--out", "out"]):
+        r = run([npufuse] + cmd, cwd=work)
+        if r.returncode != 0:
+            sys.exit(f"npufuse {cmd[0]} failed: {r.stderr}")
+    elsewhere = tmp / "elsewhere"
+    elsewhere.mkdir()
+    r = run([npufuse, "verify", Path("..") / "work" / "out", "--format", "json"], cwd=elsewhere)
+    print(r.stderr[-3000:], end="")
+    if r.returncode != 0:
+        problems.append(f"verify exited {r.returncode}")
+    written = work / "out" / "verify" / "report.json"
+    if not written.exists():
+        problems.append("no report under out/verify")
+        return
+    report = json.loads(written.read_text())
+    applied = json.loads((work / "out" / "npufuse-apply.json").read_text())["applied"]
+    if sorted(c["id"] for c in report["candidates"]) != sorted(applied):
+        problems.append(f"verified {[c['id'] for c in report['candidates']]}, applied {applied}")
+    for c in report["candidates"]:
+        print(f"{c['id']}: {c['status']}: {c['conclusion']}")
+        if c["status"] != "passed":
+            problems.append(f"{c['id']}: {c['status']}: {c['conclusion']}")
+    if not (report.get("model_check") or {}).get("passed"):
+        problems.append(f"the patched model does not match: {report.get('model_check')}")
+
+
 def case_killed(args, src, tmp, problems):
     """The whole model cannot be built here (the process building it is killed, as the
     kernel's out-of-memory killer does with a full-size config on a small machine): the
@@ -268,7 +302,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--npufuse", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "models", "killed"))
+    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "relative", "models", "killed"))
     ap.add_argument("--model", default="")
     args = ap.parse_args()
     src = Path(args.source_dir).resolve()
@@ -276,7 +310,7 @@ def main():
     problems = []
     try:
         {"llama": case_llama, "wrong": case_wrong, "alternative": case_alternative,
-         "models": case_models, "killed": case_killed}[args.case](args, src, tmp, problems)
+         "relative": case_relative, "models": case_models, "killed": case_killed}[args.case](args, src, tmp, problems)
     finally:
         if not os.environ.get("NPUFUSE_KEEP_TMP"):
             shutil.rmtree(tmp, ignore_errors=True)

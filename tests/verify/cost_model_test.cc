@@ -42,6 +42,17 @@ TEST(CostModel, EstimateFollowsTheDocumentedFormula) {
   EXPECT_EQ(e.to_json()["kind"], "estimate");
 }
 
+TEST(CostModel, ARuleForOneStageIsEstimatedForThatStageOnly) {
+  CostModel m = CostModel::parse(kSmall, "small.toml");
+  Estimate prefill = m.estimate("norm.rms_norm", {{"H", 4096}}, 1, 16, 2, {"prefill"});
+  ASSERT_EQ(prefill.stages.size(), 1u);
+  EXPECT_EQ(prefill.stages[0].stage, "prefill");
+  Estimate decode = m.estimate("norm.rms_norm", {{"H", 4096}}, 1, 16, 2, {"decode"});
+  ASSERT_EQ(decode.stages.size(), 1u);
+  EXPECT_EQ(decode.stages[0].stage, "decode");
+  EXPECT_EQ(m.estimate("norm.rms_norm", {{"H", 4096}}, 1, 16, 2, {"prefill", "decode"}).stages.size(), 2u);
+}
+
 TEST(CostModel, MissingSizeOrRuleIsSaidNotGuessed) {
   CostModel m = CostModel::parse(kSmall, "small.toml");
   Estimate no_h = m.estimate("norm.rms_norm", {}, 1, 16, 2);
