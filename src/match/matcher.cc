@@ -92,17 +92,29 @@ bool is_packing(const DataflowOp& op) {
 }
 
 // The values a packing op hands `v` on as: a tuple read by an unpack (or
-// indexed with a literal) gives the element at the same position; a phi, a list or a tuple read
-// any other way hands on all of its outputs.
+// indexed with a literal) gives the element at the same position, also after
+// phis that merge it with other values (HF's `attn_output, attn_weights =
+// attention_interface(...)`, where the eager function's tuple meets an
+// unresolved backend's result); a phi, a list or a tuple read any other way
+// hands on all of its outputs.
 std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v) {
   if (packer.name == "tuple") {
     auto pos = std::find(packer.inputs.begin(), packer.inputs.end(), v);
     size_t index = static_cast<size_t>(pos - packer.inputs.begin());
     std::vector<int> out;
-    for (int tv : packer.outputs)
+    std::vector<int> todo(packer.outputs.begin(), packer.outputs.end());
+    std::set<int> seen;
+    while (!todo.empty()) {
+      int tv = todo.back();
+      todo.pop_back();
+      if (!seen.insert(tv).second) continue;
+      // A merged tuple handed on whole (returned) keeps all its elements.
+      if (tv != packer.outputs.front() && t.returned[static_cast<size_t>(tv)]) out.push_back(tv);
       for (int r : t.readers[static_cast<size_t>(tv)]) {
         const DataflowOp& reader = t.g.ops[static_cast<size_t>(r)];
-        if (reader.name == "unpack" && index < reader.outputs.size()) {
+        if (reader.name == "phi") {
+          todo.insert(todo.end(), reader.outputs.begin(), reader.outputs.end());
+        } else if (reader.name == "unpack" && index < reader.outputs.size()) {
           out.push_back(reader.outputs[index]);
         } else if (reader.name == "getitem" && reader.inputs.size() == 2 && reader.inputs[0] == tv &&
                    !reader.outputs.empty()) {
@@ -114,6 +126,7 @@ std::vector<int> passed_on(const TargetIndex& t, const DataflowOp& packer, int v
           out.push_back(tv);
         }
       }
+    }
     return out;
   }
   return packer.outputs;

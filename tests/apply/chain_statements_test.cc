@@ -471,6 +471,23 @@ TEST(ChainStatements, WeightsTheLayerDropsTwoCallsUpAreReturnedAsNone) {
   EXPECT_EQ(text.find("attention_mask[:, :, :, : key.shape[-2]]"), std::string::npos) << text;
 }
 
+// HF's dispatch: the eager function unless the config names a backend, whose
+// function is not in the analysed files. The weights still reach the layer's
+// `_` only: the element keeps its position through the merge of the two
+// results.
+TEST(ChainStatements, WeightsDroppedAfterABackendDispatchAreReturnedAsNone) {
+  ScratchDir dir("two_levels_dispatch");
+  PatchSet set = testing::patches_for_text(
+      dir, hf_weights_through_two_levels("        out, _ = self.self_attn(query, key, value, attention_mask)\n"
+                                         "        return out\n",
+                                         "        attend = eager_attention_forward\n"
+                                         "        if self.impl != \"eager\":\n"
+                                         "            attend = BACKENDS[self.impl]\n"));
+  ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
+  EXPECT_EQ(listed(set).find("keep_intermediate"), std::string::npos) << listed(set);
+  EXPECT_NE(set.files[0].patched.find(".contiguous(), None\n"), std::string::npos) << set.files[0].patched;
+}
+
 TEST(ChainStatements, WeightsTheLayerReadsKeepTheChainByHand) {
   ScratchDir dir("two_levels_read");
   PatchSet set = testing::patches_for_text(dir, hf_weights_through_two_levels(
