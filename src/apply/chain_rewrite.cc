@@ -39,6 +39,7 @@ struct Rewritten {
   Edit edit;
   std::vector<Edit> buffers;
   std::vector<std::pair<std::string, std::string>> folded;
+  std::vector<Edit> kept;  // results inside kept statements after the edit, each replaced where it is
 };
 
 // The first read of `wanted` names in `n` at or after byte `from`, as
@@ -155,18 +156,59 @@ bool run_calls(const std::vector<const ast::stmt*>& run, const FunctionAt& fn, c
   return false;
 }
 
+// Whether `e` is `r`, or casts of it (`(r).to(dtype)`, `r.float()`, `r.type_as(x)`).
+bool is_cast_of(const ast::expr* e, const Range& r) {
+  while (e && !(e->begin == r.begin && e->end == r.end)) {
+    auto* call = ast::as<ast::Call>(e);
+    auto* method = call ? ast::as<ast::Attribute>(call->func) : nullptr;
+    static const std::set<std::string_view> casts = {"to", "type_as", "float", "half", "bfloat16", "type"};
+    if (!method || !casts.count(std::string_view(method->attr))) return false;
+    e = method->value;
+  }
+  return e != nullptr;
+}
+
+// Whether fn's one return statement returns exactly `r`, or casts of it.
+bool returns_exactly(const FunctionAt& fn, const Range& r) {
+  std::vector<const ast::Return*> returns;
+  model::walk(fn.fn, [&](const ast::Node* x) {
+    if (x != fn.fn && (ast::as<ast::FunctionDef>(x) || ast::as<ast::Lambda>(x) || ast::as<ast::ClassDef>(x))) return false;
+    if (auto* ret = ast::as<ast::Return>(x)) returns.push_back(ret);
+    return true;
+  });
+  return returns.size() == 1 && returns[0]->value && r.file == fn.file->path && is_cast_of(returns[0]->value, r);
+}
+
+// Whether `call` runs `helper` (as run_calls).
+bool call_reaches(const ast::Call* call, const FunctionAt& fn, const std::string& helper,
+                  const model::SourceSet& sources) {
+  size_t dot = helper.rfind('.');
+  std::string name = dot == std::string::npos ? helper : helper.substr(dot + 1);
+  if (name != "forward") {
+    auto* callee = ast::as<ast::Name>(call->func);
+    auto* attr = ast::as<ast::Attribute>(call->func);
+    return (callee && callee->id == name) || (attr && attr->attr == name);
+  }
+  if (!fn.is_method) return false;
+  std::string member = self_member(call->func);
+  return !member.empty() &&
+         submodule_of_class(sources, fn.qualified.substr(0, fn.qualified.rfind('.')), member, helper.substr(0, dot));
+}
+
 // A result produced inside a helper the matched function calls (the norm
 // module's forward, for add_rms_norm matched in the decoder layer) stands,
 // for the rewrite, for the matched function's call of that helper: the one
-// `NAME = call(...)` that binds the result's name and reaches the helper.
-// Results it cannot place so stay where they were produced.
+// `NAME = call(...)` that binds the result's name and reaches the helper;
+// else the one call reaching it inside a larger expression
+// (`out = h + self.mlp(self.post_attention_layernorm(h))`). Results it
+// cannot place so stay where they were produced.
 std::vector<Range> results_in_caller(const plan::Candidate& c, const model::SourceSet& sources) {
   std::vector<Range> out = c.apply_outputs;
   std::optional<FunctionAt> caller = function_named(sources, c.apply_function);
   if (!caller) return out;
   for (size_t i = 0; i < out.size() && i < c.apply_output_names.size(); ++i) {
     const std::string& name = c.apply_output_names[i];
-    if (name.empty() || (out[i].file == caller->file->path && holds(caller->fn, out[i]))) continue;
+    if (out[i].file == caller->file->path && holds(caller->fn, out[i])) continue;
     const model::ModelFile* file = file_named(sources, out[i].file);
     std::optional<FunctionAt> helper = file ? function_around(*file, out[i].begin, out[i].end) : std::nullopt;
     if (!helper) continue;
@@ -175,10 +217,23 @@ std::vector<Range> results_in_caller(const plan::Candidate& c, const model::Sour
       auto* assign = ast::as<ast::Assign>(x);
       if (!assign || assign->targets.size != 1 || !ast::as<ast::Call>(assign->value)) return true;
       auto* target = ast::as<ast::Name>(assign->targets[0]);
-      if (target && target->id == name && run_calls({assign}, *caller, helper->qualified, sources))
+      if (!name.empty() && target && target->id == name && run_calls({assign}, *caller, helper->qualified, sources))
         calls_found.push_back(assign->value);
       return true;
     });
+    // The nested call stands for the result only where it is what the
+    // helper returns, its one return, and the chain has results in the
+    // caller too (a rotary helper's two returned embeddings stay in it).
+    bool nested = calls_found.empty() && returns_exactly(*helper, out[i]) &&
+                  std::any_of(out.begin(), out.end(), [&](const Range& r) {
+                    return r.file == caller->file->path && holds(caller->fn, r);
+                  });
+    if (nested)
+      model::walk(caller->fn, [&](const ast::Node* x) {
+        if (auto* call = ast::as<ast::Call>(x); call && call_reaches(call, *caller, helper->qualified, sources))
+          calls_found.push_back(call);
+        return true;
+      });
     // The helper may be called more than once (HF's input and post-attention
     // norms are one class): the call computing this result comes after the
     // chain's own ops in the caller, whose values it reads.
@@ -187,10 +242,50 @@ std::vector<Range> results_in_caller(const plan::Candidate& c, const model::Sour
       if (op.file == caller->file->path && holds(caller->fn, op)) after = std::max(after, op.end);
     if (calls_found.size() > 1 && after > 0)
       std::erase_if(calls_found, [&](const ast::expr* call) { return call->begin < after; });
+    // Of several nested calls, the ones reading another of the chain's
+    // results (the norm of the sum `h` the chain also gives).
+    if (nested && calls_found.size() > 1) {
+      std::set<std::string> others;
+      for (size_t j = 0; j < c.apply_output_names.size(); ++j)
+        if (j != i && !c.apply_output_names[j].empty()) others.insert(c.apply_output_names[j]);
+      std::erase_if(calls_found, [&](const ast::expr* call) {
+        for (const std::string& n : names_in(call, ast::expr_context::Load))
+          if (others.count(n)) return false;
+        return true;
+      });
+    }
     if (calls_found.size() == 1)
       out[i] = Range{caller->file->path, calls_found.front()->begin, calls_found.front()->end};
   }
   return out;
+}
+
+// A binding whose value a function fn calls computes and returns (the
+// attention's `return self.o_proj(attn)`, for add_rms_norm's residual operand
+// matched in the decoder layer) comes, in fn, from the call reaching it: its
+// origin becomes that call, so a name of fn bound to it spells it, or the call
+// moves into the replacement like any expression of the removed statements.
+// Only where the function has one return, of that value (or casts of it), and
+// fn one such call.
+plan::Candidate bindings_at_calls(plan::Candidate c, const FunctionAt& fn, const model::SourceSet& sources) {
+  using Kind = plan::Candidate::BindingOrigin::Kind;
+  for (size_t i = 0; i < c.apply_binding_origins.size() && i < c.apply_bindings.size(); ++i) {
+    plan::Candidate::BindingOrigin& o = c.apply_binding_origins[i];
+    if (o.kind != Kind::Expression || (o.range.file == fn.file->path && holds(fn.fn, o.range))) continue;
+    const model::ModelFile* file = file_named(sources, o.range.file);
+    std::optional<FunctionAt> callee = file ? function_around(*file, o.range.begin, o.range.end) : std::nullopt;
+    if (!callee) continue;
+    if (!returns_exactly(*callee, Range{o.range.file, o.range.begin, o.range.end})) continue;
+    std::vector<const ast::Call*> calls_found;
+    model::walk(fn.fn, [&](const ast::Node* x) {
+      if (auto* call = ast::as<ast::Call>(x); call && call_reaches(call, fn, callee->qualified, sources))
+        calls_found.push_back(call);
+      return true;
+    });
+    if (calls_found.size() != 1) continue;
+    o.range = plan::Candidate::SourceRange{fn.file->path, calls_found[0]->begin, calls_found[0]->end};
+  }
+  return c;
 }
 
 // `a = b`: one name copied to another.
@@ -555,7 +650,7 @@ std::optional<plan::Candidate> leaving_views(const plan::Candidate& c, const std
 }
 
 std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
-                                         const model::ModelConfig* config) {
+                                         const model::ModelConfig* config, bool kept_in_place) {
   std::string here = fmt::format("{}:{}", c.location.file, c.location.start_line);
   if (!rule.replace || !rule.file) return Refused{fmt::format("rule {} has no replace function", rule.id), here};
   if (c.apply_across_layers)
@@ -729,7 +824,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       if (std::optional<plan::Candidate> left = leaving_views(c, helper_ops[h])) {
         std::string missing;
         if (fn->qualified != c.apply_function) arguments_in(*fn, *left, sources, missing);
-        if (missing.empty()) return rewrite(*left, sources, rule, config);
+        if (missing.empty()) return rewrite(*left, sources, rule, config, kept_in_place);
       }
       return Refused{fmt::format("the chain spans {} and {}, which those statements do not call", fn->qualified, h), here};
     }
@@ -938,7 +1033,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   const plan::Candidate bound = only_bindings(c, [&](size_t i) { return read.count(c.apply_bindings[i].first) > 0; });
   if (fn->qualified == c.apply_function) {
     // Matched in fn itself.
-    SpelledBindings spelled = spell_bindings(bound, spelling);
+    SpelledBindings spelled = spell_bindings(bindings_at_calls(bound, *fn, sources), spelling);
     if (!spelled.refusal.empty()) return Refused{spelled.refusal, here};
     request.arguments = std::move(spelled.arguments);
   } else {
@@ -966,10 +1061,17 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   for (auto it = request.arguments.begin(); it != request.arguments.end();)
     it = it->second.empty() ? request.arguments.erase(it) : std::next(it);
   // The replacement runs before the kept statements: a binding must not
-  // read a name one of them assigns.
+  // read a name one of them assigns, unless it comes after every removed
+  // statement (gpt-oss's `x = x + self.mlp(<norm result>)` after the add the
+  // chain takes: the chain read `x` before it, as the replacement does).
   std::set<std::string> assigned_by_kept;
-  for (const auto& [s, k] : kept)
+  for (const auto& [s, k] : kept) {
+    bool trailing = std::none_of(run.begin(), run.end(), [&, s = s](const ast::stmt* x) {
+      return x->begin > s->begin && !kept.count(x) && !copies.count(x);
+    });
+    if (trailing) continue;
     for (const std::string& n : names_in(s, ast::expr_context::Store)) assigned_by_kept.insert(n);
+  }
   for (const auto& [param, text] : request.arguments) {
     if (assigned_by_kept.empty()) break;
     std::set<std::string> reads;
@@ -1048,9 +1150,27 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   } catch (const std::exception& e) {
     return Refused{e.what(), here};
   }
-  for (const ast::stmt* s : run)
-    if (auto k = kept.find(s); k != kept.end())
-      replaced += "\n" + request.indent + at_outer(s, kept_text(*file, s, k->second));
+  // Kept statements that end the run, when asked (kept_in_place), stay where
+  // they are with only their results replaced: each its own edit, so a later
+  // refactor of the same statement (thread_residual's last residual add) can
+  // take it in (patch_plan).
+  size_t kept_from = run.size();
+  while (kept_from > 0 && kept.count(run[kept_from - 1])) --kept_from;
+  bool trailing_kept = kept_in_place && kept_from > 0 && kept_from < run.size() && ordered.empty() && !wrapper &&
+                       folds.ifs.empty() && !split &&
+                       std::none_of(run.begin(), run.begin() + static_cast<long>(kept_from),
+                                    [&](const ast::stmt* s) { return kept.count(s) > 0; });
+  std::vector<Edit> kept_edits;
+  for (size_t i = 0; i < run.size(); ++i) {
+    auto k = kept.find(run[i]);
+    if (k == kept.end()) continue;
+    if (!trailing_kept) {
+      replaced += "\n" + request.indent + at_outer(run[i], kept_text(*file, run[i], k->second));
+      continue;
+    }
+    for (const auto& [range, name] : k->second.results)
+      kept_edits.push_back(Edit{file->path, range.begin, range.end, name, c.id});
+  }
   for (const OrderedLine& o : ordered) replaced += "\n" + request.indent + o.text;
   // The with's header, as written (with the comments up to its body), then the replacement inside it.
   uint32_t edit_begin = top_front->begin;
@@ -1088,7 +1208,8 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   }
   replaced = notes + before + replaced;
   buffers.edits.insert(buffers.edits.end(), returned_none.begin(), returned_none.end());
-  return Rewritten{Edit{file->path, edit_begin, top_back->end, replaced, c.id}, buffers.edits, folded};
+  uint32_t edit_end = trailing_kept ? run[kept_from - 1]->end : top_back->end;
+  return Rewritten{Edit{file->path, edit_begin, edit_end, replaced, c.id}, buffers.edits, folded, kept_edits};
 }
 
 }  // namespace
@@ -1151,11 +1272,12 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
 }
 
 ChainRewrite rewrite_chain(const plan::Candidate& c, const model::SourceSet& sources, const rules::Rule& rule,
-                           const model::ModelConfig* config) {
-  auto result = rewrite(c, sources, rule, config);
-  if (auto* done = std::get_if<Rewritten>(&result)) return ChainRewrite{done->edit, done->buffers, "", "", done->folded};
+                           const model::ModelConfig* config, bool kept_in_place) {
+  auto result = rewrite(c, sources, rule, config, kept_in_place);
+  if (auto* done = std::get_if<Rewritten>(&result))
+    return ChainRewrite{done->edit, done->buffers, "", "", done->folded, done->kept};
   const Refused& r = std::get<Refused>(result);
-  return ChainRewrite{std::nullopt, {}, r.reason, r.where, {}};
+  return ChainRewrite{std::nullopt, {}, r.reason, r.where, {}, {}};
 }
 
 }  // namespace npufuse::apply

@@ -30,6 +30,11 @@ struct ChainRewrite {
   // Config branches folded to make the chain's statements one run
   // (apply/config_fold.h): (file:line, what was done).
   std::vector<std::pair<std::string, std::string>> folded;
+  // With kept_in_place: the chain's results inside the statements that end
+  // the run and stay (`out = h + self.mlp(<norm result>)`), each replaced
+  // where it is by the name the replacement assigns; `edit` then ends
+  // before those statements.
+  std::vector<Edit> kept;
 };
 
 // The model function's spelling of each binding (replace parameter ->
@@ -42,6 +47,6 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
 
 // `config`: the config the plan was made with, or null (module_buffer.h).
 ChainRewrite rewrite_chain(const plan::Candidate& candidate, const model::SourceSet& sources, const rules::Rule& rule,
-                           const model::ModelConfig* config = nullptr);
+                           const model::ModelConfig* config = nullptr, bool kept_in_place = false);
 
 }  // namespace npufuse::apply

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "apply/apply_error.h"
@@ -21,6 +22,7 @@
 #include "rules/ruleset.h"
 #include "util/edit_distance.h"
 #include "util/file_io.h"
+#include "util/identifier.h"
 
 namespace npufuse::apply {
 
@@ -123,6 +125,59 @@ std::vector<std::vector<const plan::Candidate*>> chosen(const plan::Plan& record
 
 bool overlaps(const Edit& a, const Edit& b) { return a.file == b.file && a.begin < b.end && b.begin < a.end; }
 
+// `held` made inside `holder`, when holder's range holds held's and holder's
+// text carries held's original bytes once, as written: code the holder kept
+// or moved (the input norm call inside the attention call a chain moved into
+// its replacement; the norm call inside the residual add a refactor rewrote).
+// A bare name is too common a text to be found so.
+std::optional<Edit> made_inside(const Edit& holder, const Edit& held, std::string_view source) {
+  if (holder.file != held.file || held.begin < holder.begin || held.end > holder.end || held.end <= held.begin ||
+      (held.begin == holder.begin && held.end == holder.end))
+    return std::nullopt;
+  std::string original(source.substr(held.begin, held.end - held.begin));
+  if (is_identifier(original)) return std::nullopt;
+  size_t at = holder.text.find(original);
+  if (at == std::string::npos || holder.text.find(original, at + 1) != std::string::npos) return std::nullopt;
+  Edit merged = holder;
+  merged.text.replace(at, original.size(), held.text);
+  return merged;
+}
+
+// The refactor's edits made against the chain edits: each either clear of
+// them, or made inside one, or taking one inside it (made_inside). On
+// success the chain edits are updated (a chain edit taken in leaves the list)
+// and the refactor's edits to add are returned; nullopt, with `clash` set to
+// the first edit no way fits, leaves everything as it was.
+std::optional<std::vector<Edit>> fitted(const std::vector<Edit>& refactor, std::vector<Edit>& chain_edits,
+                                        const model::SourceSet& sources, const Edit*& clash) {
+  std::vector<Edit> chain = chain_edits;
+  std::vector<Edit> out;
+  for (Edit t : refactor) {
+    bool absorbed = false;
+    for (size_t i = 0; i < chain.size() && !absorbed;) {
+      if (!overlaps(chain[i], t)) {
+        ++i;
+        continue;
+      }
+      const model::ModelFile* file = file_named(sources, t.file);
+      std::string_view source = file ? file->parsed->source.text() : std::string_view();
+      if (std::optional<Edit> into_chain = file ? made_inside(chain[i], t, source) : std::nullopt) {
+        chain[i] = *into_chain;
+        absorbed = true;
+      } else if (std::optional<Edit> into_refactor = file ? made_inside(t, chain[i], source) : std::nullopt) {
+        t = *into_refactor;
+        chain.erase(chain.begin() + static_cast<long>(i));
+      } else {
+        clash = &*std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, t); });
+        return std::nullopt;
+      }
+    }
+    if (!absorbed) out.push_back(std::move(t));
+  }
+  chain_edits = std::move(chain);
+  return out;
+}
+
 }  // namespace
 
 PatchSet make_patches(const PatchRequest& request) {
@@ -208,16 +263,18 @@ PatchSet make_patches(const PatchRequest& request) {
       out.manual.push_back(ManualStep{c->id, where_of(c->location), "rule " + c->rule + " is not loaded"});
       return false;
     }
-    ChainRewrite rewrite = rewrite_chain(*c, again.sources, *rule, &again.config);
+    ChainRewrite rewrite = rewrite_chain(*c, again.sources, *rule, &again.config, /*kept_in_place=*/true);
     if (!rewrite.edit) {
       out.manual.push_back(ManualStep{c->id, rewrite.where, "not rewritten: " + rewrite.refusal});
       return false;
     }
-    if (auto clash = clashing(*rewrite.edit); clash != chain_edits.end()) {
-      out.skipped.push_back(fmt::format("{}: the same chain as {}, already rewritten", c->id, clash->candidate));
-      return false;
-    }
-    chain_edits.push_back(*rewrite.edit);
+    rewrite.kept.insert(rewrite.kept.begin(), *rewrite.edit);
+    for (const Edit& e : rewrite.kept)
+      if (auto clash = clashing(e); clash != chain_edits.end()) {
+        out.skipped.push_back(fmt::format("{}: the same chain as {}, already rewritten", c->id, clash->candidate));
+        return false;
+      }
+    chain_edits.insert(chain_edits.end(), rewrite.kept.begin(), rewrite.kept.end());
     for (const auto& [where, what] : rewrite.folded) out.refactored.push_back(ManualStep{c->id, where, what});
     // One buffer per class, however many of its chains read it.
     for (const Edit& b : rewrite.buffers) {
@@ -247,15 +304,21 @@ PatchSet make_patches(const PatchRequest& request) {
   // One refactor per layer class serves every chosen chain across its loop:
   // they need the same new parameter and return, so they are done last,
   // together, against the edits already made.
+  // Its edits may hold a chain's edit, or lie inside one, where the other's
+  // text carries the code as written (fitted).
   for (const ThreadedResidual& threaded : thread_residual(seams, again.sources)) {
-    auto clash = std::find_if(threaded.edits.begin(), threaded.edits.end(),
-                              [&](const Edit& e) { return clashing(e) != chain_edits.end(); });
     std::string why = threaded.refusal;
     std::string where = threaded.where;
-    if (why.empty() && clash != threaded.edits.end()) {
-      why = fmt::format("its edits overlap {}'s", clashing(*clash)->candidate);
-      const model::ModelFile* f = file_named(again.sources, clash->file);
-      where = fmt::format("{}:{}", clash->file, f ? f->parsed->source.line_col(clash->begin).line : 0);
+    std::vector<Edit> edits;
+    if (why.empty()) {
+      const Edit* clash = nullptr;
+      if (std::optional<std::vector<Edit>> fit = fitted(threaded.edits, chain_edits, again.sources, clash)) {
+        edits = std::move(*fit);
+      } else {
+        why = fmt::format("its edits overlap {}'s", clash->candidate);
+        const model::ModelFile* f = file_named(again.sources, clash->file);
+        where = fmt::format("{}:{}", clash->file, f ? f->parsed->source.line_col(clash->begin).line : 0);
+      }
     }
     for (const std::string& id : threaded.candidates) {
       if (why.empty()) {
@@ -265,7 +328,7 @@ PatchSet make_patches(const PatchRequest& request) {
       out.manual.push_back(ManualStep{id, where, "prerequisite thread_residual not done: " + why});
       out.skipped.push_back(id + ": prerequisites first (see the manual steps)");
     }
-    if (why.empty()) chain_edits.insert(chain_edits.end(), threaded.edits.begin(), threaded.edits.end());
+    if (why.empty()) chain_edits.insert(chain_edits.end(), edits.begin(), edits.end());
   }
 
   for (const auto& file : again.sources.files()) {

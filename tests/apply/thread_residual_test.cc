@@ -160,6 +160,59 @@ TEST(ThreadResidual, OneCandidateForBothNormsFusesTheFinalNormToo) {
 }
 
 // A second maker of the layer class would see its return change.
+// qwen3_like's layer writes each residual add around a nested norm call
+// (`h = x + self.self_attn(self.input_layernorm(x), ...)`, `out = h +
+// self.mlp(self.post_attention_layernorm(h))`). The add+norm inside the layer
+// is rewritten with the attention call moved into it and the norm call
+// replaced where it is; the refactor across the loop then makes its own edits
+// inside that rewrite (the input norm in the moved call) and around it (the
+// last add handed on), so all three add+norms are fused.
+std::vector<std::string> add_rms_norm_ids(const std::string& plan_path) {
+  std::vector<std::string> out;
+  const nlohmann::json plan = nlohmann::json::parse(read_file(plan_path));
+  for (const auto& c : plan["candidates"])
+    if (c["rule"] == "norm.add_rms_norm") out.push_back(c["id"]);
+  return out;
+}
+
+TEST(ThreadResidual, TheAddNormInsideTheLayerAndTheOnesAcrossItAreMadeTogether) {
+  ScratchDir dir("thread_nested");
+  std::string plan = testing::plan_for_model_copy(dir, "qwen3_like");
+  std::vector<std::string> ids = add_rms_norm_ids(plan);
+  ASSERT_EQ(ids.size(), 3u);
+  PatchSet set = make_patches(PatchRequest{plan, {}, ids});
+  for (const std::string& id : ids) EXPECT_TRUE(contains(set.applied, id)) << id << "\n" << manual_text(set);
+  const std::string& p = set.files.at(0).patched;
+  EXPECT_NE(p.find("        normed, _, residual = torch_npu.npu_add_rms_norm(x, self.self_attn((self.input_layernorm(x) "
+                   "if npu_normed is None else npu_normed), positions, cache), self.post_attention_layernorm.weight, "
+                   "self.post_attention_layernorm.eps)\n"
+                   "        npu_result, h = normed, residual\n"),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("        npu_residual = h\n        out = self.mlp(npu_result)\n        return out, npu_residual\n"),
+            std::string::npos)
+      << p;
+}
+
+TEST(ThreadResidual, TheAddNormInsideTheLayerAloneKeepsTheLastAddWithTheNormReplacedWhereItIs) {
+  ScratchDir dir("inner_only");
+  std::string plan = testing::plan_for_model_copy(dir, "qwen3_like");
+  std::vector<std::string> ids = add_rms_norm_ids(plan);
+  ASSERT_EQ(ids.size(), 3u) << fmt::format("{}", fmt::join(ids, ", "));
+  SeamIds seams = seam_ids(plan);
+  std::string inner;  // the layer's own: neither across the loop nor into the final norm
+  for (const std::string& id : ids)
+    if (id != seams.next && id != seams.final_norm) inner = id;
+  ASSERT_FALSE(inner.empty());
+  PatchSet set = make_patches(PatchRequest{plan, {}, {inner}});
+  ASSERT_TRUE(contains(set.applied, inner)) << manual_text(set);
+  const std::string& p = set.files.at(0).patched;
+  EXPECT_NE(p.find("torch_npu.npu_add_rms_norm(x, self.self_attn(self.input_layernorm(x), positions, cache), "),
+            std::string::npos)
+      << p;
+  EXPECT_NE(p.find("        out = h + self.mlp(npu_result)\n        return out\n"), std::string::npos) << p;
+}
+
 TEST(ThreadResidual, RefusedWhenTheLayerClassIsMadeTwice) {
   ScratchDir dir("thread_made_twice");
   std::string plan = plan_for(dir, [](std::string m) {
