@@ -870,12 +870,18 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       const Range& out = outputs[o];
       const ast::stmt* s = *std::find_if(run.begin(), run.end(), [&](const ast::stmt* x) { return holds(x, out); });
       std::string name = bound_name(s, out, output_name(o));
-      if (name.empty())
+      // A result inside the run's last statement, after the copies (the norm
+      // call in `mlp_out = self.mlp(self.post_attention_layernorm(h))` after
+      // `residual = h`): that statement stays where it is, reading the
+      // temporary (kept in place, so it still runs after the copies).
+      bool last_kept = name.empty() && kept_in_place && s == run.back() && !copies.count(s);
+      if (name.empty() && !last_kept)
         return Refused{fmt::format("{}:{}: with a copy statement in between, each result must be assigned to a name",
                                    file->path, s->lineno), here};
       std::string temporary = fresh("npu_result", request.taken_names);
       request.targets.push_back(temporary);
-      ordered.push_back({s, name, name + " = " + temporary});
+      if (last_kept) kept[s].results.emplace_back(out, temporary);
+      else ordered.push_back({s, name, name + " = " + temporary});
     }
     for (const ast::stmt* s : copies) ordered.push_back({s, "", text_of(*file, s)});
     std::stable_sort(ordered.begin(), ordered.end(),
@@ -1156,7 +1162,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // take it in (patch_plan).
   size_t kept_from = run.size();
   while (kept_from > 0 && kept.count(run[kept_from - 1])) --kept_from;
-  bool trailing_kept = kept_in_place && kept_from > 0 && kept_from < run.size() && ordered.empty() && !wrapper &&
+  bool trailing_kept = kept_in_place && kept_from > 0 && kept_from < run.size() && !wrapper &&
                        folds.ifs.empty() && !split &&
                        std::none_of(run.begin(), run.begin() + static_cast<long>(kept_from),
                                     [&](const ast::stmt* s) { return kept.count(s) > 0; });
