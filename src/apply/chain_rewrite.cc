@@ -1109,9 +1109,10 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     std::optional<std::string> own = indent_of(s);
     return own ? reindented(text, *own, to) : text;
   };
-  // A statement kept by the rewrite or moved out of a folded arm, at the
-  // replacement's indentation.
-  auto at_outer = [&](const ast::stmt* s, std::string text) { return moved_to(s, std::move(text), *arm_indent); };
+  // A statement kept by the rewrite, at the replacement's indentation.
+  auto at_replacement = [&](const ast::stmt* s, std::string text) {
+    return moved_to(s, std::move(text), *arm_indent);
+  };
   request.indent = *arm_indent;
   if (wrapper) {
     std::optional<std::string> body_indent = indent_of(wrapper->body[0]);
@@ -1171,7 +1172,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     auto k = kept.find(run[i]);
     if (k == kept.end()) continue;
     if (!trailing_kept) {
-      replaced += "\n" + request.indent + at_outer(run[i], kept_text(*file, run[i], k->second));
+      replaced += "\n" + request.indent + at_replacement(run[i], kept_text(*file, run[i], k->second));
       continue;
     }
     for (const auto& [range, name] : k->second.results)

@@ -149,7 +149,7 @@ std::optional<Edit> made_inside(const Edit& holder, const Edit& held, std::strin
 // and the refactor's edits to add are returned; nullopt, with `clash` set to
 // the first edit no way fits, leaves everything as it was.
 std::optional<std::vector<Edit>> fitted(const std::vector<Edit>& refactor, std::vector<Edit>& chain_edits,
-                                        const model::SourceSet& sources, const Edit*& clash) {
+                                        const model::SourceSet& sources, Edit& clash) {
   std::vector<Edit> chain = chain_edits;
   std::vector<Edit> out;
   for (Edit t : refactor) {
@@ -168,7 +168,7 @@ std::optional<std::vector<Edit>> fitted(const std::vector<Edit>& refactor, std::
         t = *into_refactor;
         chain.erase(chain.begin() + static_cast<long>(i));
       } else {
-        clash = &*std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return overlaps(e, t); });
+        clash = chain[i];
         return std::nullopt;
       }
     }
@@ -311,13 +311,13 @@ PatchSet make_patches(const PatchRequest& request) {
     std::string where = threaded.where;
     std::vector<Edit> edits;
     if (why.empty()) {
-      const Edit* clash = nullptr;
+      Edit clash;
       if (std::optional<std::vector<Edit>> fit = fitted(threaded.edits, chain_edits, again.sources, clash)) {
         edits = std::move(*fit);
       } else {
-        why = fmt::format("its edits overlap {}'s", clash->candidate);
-        const model::ModelFile* f = file_named(again.sources, clash->file);
-        where = fmt::format("{}:{}", clash->file, f ? f->parsed->source.line_col(clash->begin).line : 0);
+        why = fmt::format("its edits overlap {}'s", clash.candidate);
+        const model::ModelFile* f = file_named(again.sources, clash.file);
+        where = fmt::format("{}:{}", clash.file, f ? f->parsed->source.line_col(clash.begin).line : 0);
       }
     }
     for (const std::string& id : threaded.candidates) {
