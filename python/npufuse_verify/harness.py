@@ -115,12 +115,24 @@ def _cloned(value):
     return value
 
 
+def _importable(path, name):
+    """The model file as a module, or CutUnavailable when it cannot be imported on its
+    own (a package's file with relative imports, HF's `from ...activations import`,
+    or a package this machine lacks): the rule cut checks the fusion then."""
+    try:
+        return load_module(path, name)
+    except Exception as err:  # noqa: BLE001 -- whatever the user's module raises on import
+        sys.modules.pop(name, None)
+        raise CutUnavailable(f"{os.path.basename(path)} cannot be imported on its own "
+                             f"({type(err).__name__}: {err})") from err
+
+
 def function_sides(spec, inputs):
     """Two callables (original, replacement) of no arguments, and the cut's description."""
     cut = spec["cut"]
     tag = "".join(ch if ch.isalnum() else "_" for ch in spec["candidate"])
-    original = load_module(cut["original_module"], f"npufuse_original_{tag}")
-    patched = load_module(cut["patched_module"], f"npufuse_patched_{tag}")
+    original = _importable(cut["original_module"], f"npufuse_original_{tag}")
+    patched = _importable(cut["patched_module"], f"npufuse_patched_{tag}")
     qualified = cut["function"]
     is_method = "." in qualified
     fn_a, fn_b = resolve(original, qualified), resolve(patched, qualified)
