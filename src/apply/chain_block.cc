@@ -65,7 +65,9 @@ bool context_off_only(const ast::withitem* item) {
   if (callee == "no_grad") return call->args.size == 0 && call->keywords.size == 0;
   if (callee == "inference_mode")
     return call->keywords.size == 0 && (call->args.size == 0 || ast::as<ast::Constant>(call->args[0]));
-  if (callee != "autocast") return false;
+  // HF's `maybe_autocast` (recent transformers) is torch.autocast where the
+  // device has one, and nothing otherwise: with enabled=False, either way off.
+  if (callee != "autocast" && callee != "maybe_autocast") return false;
   for (const ast::keyword* k : call->keywords)
     if (ast::present(k->arg) && k->arg == "enabled") return is_false(k->value);
   return false;

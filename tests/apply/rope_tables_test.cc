@@ -112,6 +112,21 @@ TEST(RopeTables, ChainEndingInsideAnAutocastOffBlockIsReplacedInsideIt) {
   EXPECT_EQ(patched.find("table.cos()"), std::string::npos);
 }
 
+// Recent HF code turns autocast off through its own `maybe_autocast` wrapper.
+TEST(RopeTables, HfMaybeAutocastOffIsTakenLikeAutocastOff) {
+  ScratchDir dir("rope_tables_maybe_autocast");
+  PatchSet set = make_patches(PatchRequest{
+      plan_for_model_copy(dir, "llama_like", [](std::string text) {
+        return autocast_forward(text, "with maybe_autocast(device_type=device, enabled=False):", kTablesInside);
+      }),
+      {}, {}});
+  ASSERT_TRUE(applied(set)) << manual_step(set);
+  EXPECT_NE(set.files.at(0).patched.find("        with maybe_autocast(device_type=device, enabled=False):  # the tables in "
+                                         "float32\n            cos_npu = torch.index_select("),
+            std::string::npos)
+      << set.files.at(0).patched;
+}
+
 // A statement between the chain's that reads what the chain only reads (x)
 // moves before the replacement; one that changes in place what the chain
 // reads does not.
