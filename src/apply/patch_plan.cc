@@ -178,6 +178,39 @@ std::optional<std::vector<Edit>> fitted(const std::vector<Edit>& refactor, std::
   return out;
 }
 
+// The applied candidate whose edits already make `c`'s fusion: it calls
+// every operator c would, and the ops of c's chain inside the function it
+// edited all lie in its edits (HF Qwen3's q_norm/k_norm chain, whose norm
+// module's forward norm.rms_norm rewrote: every call runs the fused norm).
+// Null when there is none.
+const plan::Candidate* done_by(const plan::Candidate& c, const std::vector<const plan::Candidate*>& applied,
+                               const std::vector<Edit>& edits, const model::SourceSet& sources) {
+  for (const plan::Candidate* a : applied) {
+    if (a->id == c.id || c.apis.empty() ||
+        !std::all_of(c.apis.begin(), c.apis.end(), [&](const std::string& api) {
+          return std::find(a->apis.begin(), a->apis.end(), api) != a->apis.end();
+        }))
+      continue;
+    bool inside_one = false, all_inside = true;
+    for (const Edit& e : edits) {
+      if (e.candidate != a->id) continue;
+      const model::ModelFile* file = file_named(sources, e.file);
+      std::optional<FunctionAt> fn = file ? function_around(*file, e.begin, e.end) : std::nullopt;
+      if (!fn) continue;
+      for (const plan::Candidate::SourceRange& op : c.apply_ops) {
+        if (op.file != e.file || op.begin < fn->fn->begin || op.end > fn->fn->end) continue;
+        bool in_edit = std::any_of(edits.begin(), edits.end(), [&](const Edit& x) {
+          return x.candidate == a->id && x.file == op.file && x.begin <= op.begin && op.end <= x.end;
+        });
+        inside_one = inside_one || in_edit;
+        all_inside = all_inside && in_edit;
+      }
+    }
+    if (inside_one && all_inside) return a;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 PatchSet make_patches(const PatchRequest& request) {
@@ -300,6 +333,23 @@ PatchSet make_patches(const PatchRequest& request) {
     // its alternatives, in the plan's order.
     for (size_t i = 0; i < group.size() && !attempt(group[i]); ++i)
       if (i + 1 < group.size()) out.skipped.push_back(fmt::format("{}: trying its alternative {}", group[i]->id, group[i + 1]->id));
+  }
+  // A chain left manual whose fusion an applied candidate already makes
+  // where its ops run is said to be done, not left to the user.
+  {
+    std::vector<const plan::Candidate*> applied;
+    for (const std::string& id : out.applied)
+      if (const plan::Candidate* a = find_id(again.plan, id)) applied.push_back(a);
+    std::set<std::string> done;
+    for (const ManualStep& m : out.manual) {
+      if (m.what.rfind("not rewritten: ", 0) != 0 || done.count(m.candidate)) continue;
+      const plan::Candidate* c = find_id(again.plan, m.candidate);
+      const plan::Candidate* a = c ? done_by(*c, applied, chain_edits, again.sources) : nullptr;
+      if (!a) continue;
+      done.insert(m.candidate);
+      out.skipped.push_back(fmt::format("{}: already fused: {} rewrote the code its ops run in", m.candidate, a->id));
+    }
+    std::erase_if(out.manual, [&](const ManualStep& m) { return done.count(m.candidate) > 0; });
   }
   // One refactor per layer class serves every chosen chain across its loop:
   // they need the same new parameter and return, so they are done last,

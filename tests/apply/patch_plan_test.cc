@@ -231,5 +231,20 @@ TEST(PatchPlan, ADroppedInPlaceCallIsReplacedWithoutAResultName) {
   EXPECT_EQ(patched.find("index_copy_"), std::string::npos) << patched;
 }
 
+// qwen3_like's q_norm and k_norm are the model's one RMSNorm class, whose
+// forward norm.rms_norm rewrites: the QK-norm chain in the attention is then
+// already fused wherever it runs, and apply says so instead of leaving a
+// manual step.
+TEST(PatchPlan, AChainWhoseOpsAnotherRewriteAlreadyFusedIsSaidToBeDone) {
+  ScratchDir dir("already_fused");
+  PatchSet set = make_patches(PatchRequest{testing::plan_for_model_copy(dir, "qwen3_like"), {}, {}});
+  std::string qk;
+  for (const std::string& s : set.skipped)
+    if (s.rfind("norm.qk_norm@", 0) == 0 && s.find("already fused: norm.rms_norm@") != std::string::npos) qk = s;
+  EXPECT_FALSE(qk.empty()) << fmt::format("{}", fmt::join(set.skipped, "\n"));
+  EXPECT_NE(qk.find("rewrote the code its ops run in"), std::string::npos) << qk;
+  for (const ManualStep& m : set.manual) EXPECT_NE(m.candidate.rfind("norm.qk_norm@", 0), 0u) << m.what;
+}
+
 }  // namespace
 }  // namespace npufuse::apply
