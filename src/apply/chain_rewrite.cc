@@ -195,6 +195,17 @@ bool call_reaches(const ast::Call* call, const FunctionAt& fn, const std::string
          submodule_of_class(sources, fn.qualified.substr(0, fn.qualified.rfind('.')), member, helper.substr(0, dot));
 }
 
+// The calls in fn's body, at any depth, that run `helper` (call_reaches).
+std::vector<const ast::Call*> calls_reaching(const FunctionAt& fn, const std::string& helper,
+                                             const model::SourceSet& sources) {
+  std::vector<const ast::Call*> out;
+  model::walk(fn.fn, [&](const ast::Node* x) {
+    if (auto* call = ast::as<ast::Call>(x); call && call_reaches(call, fn, helper, sources)) out.push_back(call);
+    return true;
+  });
+  return out;
+}
+
 // A result produced inside a helper the matched function calls (the norm
 // module's forward, for add_rms_norm matched in the decoder layer) stands,
 // for the rewrite, for the matched function's call of that helper: the one
@@ -229,11 +240,7 @@ std::vector<Range> results_in_caller(const plan::Candidate& c, const model::Sour
                     return r.file == caller->file->path && holds(caller->fn, r);
                   });
     if (nested)
-      model::walk(caller->fn, [&](const ast::Node* x) {
-        if (auto* call = ast::as<ast::Call>(x); call && call_reaches(call, *caller, helper->qualified, sources))
-          calls_found.push_back(call);
-        return true;
-      });
+      for (const ast::Call* call : calls_reaching(*caller, helper->qualified, sources)) calls_found.push_back(call);
     // The helper may be called more than once (HF's input and post-attention
     // norms are one class): the call computing this result comes after the
     // chain's own ops in the caller, whose values it reads.
@@ -276,12 +283,7 @@ plan::Candidate bindings_at_calls(plan::Candidate c, const FunctionAt& fn, const
     std::optional<FunctionAt> callee = file ? function_around(*file, o.range.begin, o.range.end) : std::nullopt;
     if (!callee) continue;
     if (!returns_exactly(*callee, Range{o.range.file, o.range.begin, o.range.end})) continue;
-    std::vector<const ast::Call*> calls_found;
-    model::walk(fn.fn, [&](const ast::Node* x) {
-      if (auto* call = ast::as<ast::Call>(x); call && call_reaches(call, fn, callee->qualified, sources))
-        calls_found.push_back(call);
-      return true;
-    });
+    std::vector<const ast::Call*> calls_found = calls_reaching(fn, callee->qualified, sources);
     if (calls_found.size() != 1) continue;
     o.range = plan::Candidate::SourceRange{fn.file->path, calls_found[0]->begin, calls_found[0]->end};
   }
@@ -793,6 +795,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                hoisted.front()->lineno), here};
   std::vector<const ast::stmt*> run(list.begin() + first, list.begin() + last + 1);
+  const std::set<const ast::stmt*> moved(hoisted.begin(), hoisted.end());
   // A split's test runs before the chain's statements: it must not read what
   // those before the if assign.
   if (split) {
@@ -806,7 +809,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     std::set<std::string> assigned;
     for (const ast::stmt* s : run) {
       if (s == split) break;
-      if (std::find(hoisted.begin(), hoisted.end(), s) != hoisted.end()) continue;
+      if (moved.count(s)) continue;
       for (const std::string& n : names_in(s, ast::expr_context::Store)) assigned.insert(n);
     }
     for (const std::string& n : names_in(split->test, ast::expr_context::Load))
@@ -945,7 +948,6 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // Names the removed statements bound must not be read afterwards (the
   // results are assigned again), nor by what kept statements keep.
   std::set<std::string> gone;
-  const std::set<const ast::stmt*> moved(hoisted.begin(), hoisted.end());
   for (const ast::stmt* s : run)
     if (!kept.count(s) && !copies.count(s) && !moved.count(s))
       for (const std::string& n : names_in(s, ast::expr_context::Store)) gone.insert(n);
@@ -1189,7 +1191,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   if (split) {
     std::vector<const ast::stmt*> original;
     for (const ast::stmt* s : run)
-      if (s != split && std::find(hoisted.begin(), hoisted.end(), s) == hoisted.end()) original.push_back(s);
+      if (s != split && !moved.count(s)) original.push_back(s);
     replaced = split_text(*file, split, *outer_indent, *arm_indent, replaced, original, run.front());
     folded.emplace_back(fmt::format("{}:{}", file->path, split->lineno), split_note(*file, split));
   }
