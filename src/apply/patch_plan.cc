@@ -330,9 +330,30 @@ PatchSet make_patches(const PatchRequest& request) {
   std::stable_partition(groups.begin(), groups.end(), stacks);
   for (const std::vector<const plan::Candidate*>& group : groups) {
     // A preferred candidate that cannot be rewritten leaves the chain to
-    // its alternatives, in the plan's order.
-    for (size_t i = 0; i < group.size() && !attempt(group[i]); ++i)
-      if (i + 1 < group.size()) out.skipped.push_back(fmt::format("{}: trying its alternative {}", group[i]->id, group[i + 1]->id));
+    // its alternatives, in the plan's order. When one of them is applied,
+    // why the ones before it were not rewritten is no step left to the user:
+    // it is said with the skip. (A prerequisite they wait for stays listed:
+    // doing it would give the preferred fusion.)
+    const size_t manual_before = out.manual.size();
+    size_t applied_at = group.size();
+    for (size_t i = 0; i < group.size(); ++i)
+      if (attempt(group[i])) {
+        applied_at = i;
+        break;
+      }
+    for (size_t i = 0; i + 1 < group.size() && i < applied_at; ++i) {
+      std::string line = fmt::format("{}: trying its alternative {}", group[i]->id, group[i + 1]->id);
+      auto refusal = std::find_if(out.manual.begin() + static_cast<long>(manual_before), out.manual.end(), [&](const ManualStep& m) {
+        return m.candidate == group[i]->id && m.what.rfind("not rewritten: ", 0) == 0;
+      });
+      if (applied_at < group.size() && refusal != out.manual.end()) {
+        std::string why = refusal->what;
+        if (const std::string by_hand = "; edit it by hand"; why.ends_with(by_hand)) why.resize(why.size() - by_hand.size());
+        line += fmt::format(" ({}: {})", refusal->where, why);
+        out.manual.erase(refusal);
+      }
+      out.skipped.push_back(std::move(line));
+    }
   }
   // A chain left manual whose fusion an applied candidate already makes
   // where its ops run is said to be done, not left to the user.

@@ -200,6 +200,37 @@ std::string replacement_text(const ReplacementRequest& r) {
     return target && (r.module_reads.count(std::string(target->id)) || r.left_out.count(std::string(target->id)));
   };
   body.erase(std::remove_if(body.begin(), body.end(), [&](const ast::stmt* s) { return s != ret && left_out(s); }), body.end());
+  // A per-tensor match keeps some returned values only: the assignments
+  // that feed only the others (k's tables when the match was on q) are left
+  // out with them, so they read no parameter the match left unbound.
+  if (!all_kept) {
+    std::set<std::string> needed;
+    auto add_reads = [&](const ast::Node* n) {
+      model::walk(n, [&](const ast::Node* x) {
+        if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Load) needed.insert(std::string(name->id));
+        return true;
+      });
+    };
+    for (const ast::expr* v : returned) add_reads(v);
+    std::set<const ast::stmt*> dead;
+    for (auto it = body.rbegin(); it != body.rend(); ++it) {
+      const ast::stmt* s = *it;
+      if (s == ret) continue;
+      auto* a = ast::as<ast::Assign>(s);
+      bool feeds = !a;  // a statement of another kind may act by itself: kept
+      if (a)
+        model::walk(s, [&](const ast::Node* x) {
+          if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Store)
+            feeds |= needed.count(std::string(name->id)) > 0;
+          return true;
+        });
+      if (feeds)
+        add_reads(s);
+      else
+        dead.insert(s);
+    }
+    body.erase(std::remove_if(body.begin(), body.end(), [&](const ast::stmt* s) { return dead.count(s) > 0; }), body.end());
+  }
 
   std::vector<TextEdit> edits;
   for (const ast::stmt* s : body) {
@@ -217,6 +248,11 @@ std::string replacement_text(const ReplacementRequest& r) {
         edits.push_back(TextEdit{name->begin, name->end, local_of(id)});
       } else if (params.count(id)) {
         auto it = r.arguments.find(id);
+        if (it == r.arguments.end() && !all_kept)
+          throw ApplyError(fmt::format("{}: replace needs '{}' for the result the match covers, but the match covers "
+                                       "only some of the rule's results (the model computes them apart, one tensor per "
+                                       "call) and binds nothing to '{}'",
+                                       r.rule_source->path(), id, id));
         if (it == r.arguments.end())
           throw ApplyError(fmt::format("{}: replace parameter '{}' is bound to nothing in the model", r.rule_source->path(), id));
         edits.push_back(TextEdit{name->begin, name->end, as_operand(it->second)});

@@ -248,3 +248,42 @@ TEST(PatchPlan, AChainWhoseOpsAnotherRewriteAlreadyFusedIsSaidToBeDone) {
 
 }  // namespace
 }  // namespace npufuse::apply
+
+namespace npufuse::apply {
+namespace {
+
+// A per-tensor RoPE helper: the preferred rule (q and k in one
+// npu_apply_rotary_pos_emb call) cannot be written for one tensor, its
+// alternative (npu_rotary_mul per tensor) is. The preferred one's reason is
+// said with its skip, and no manual step is left for a chain that is done.
+TEST(PatchPlan, AnAppliedAlternativeLeavesNoManualStepForThePreferredOne) {
+  ScratchDir dir("per_tensor_rope");
+  PatchSet set = testing::patches_for_text(dir,
+                                           "import torch\n"
+                                           "\n"
+                                           "\n"
+                                           "def rotate(x, cos, sin):\n"
+                                           "    a, b = x.chunk(2, dim=-1)\n"
+                                           "    c, s = cos[..., : a.shape[-1]], sin[..., : a.shape[-1]]\n"
+                                           "    return torch.cat((a * c - b * s, b * c + a * s), dim=-1)\n"
+                                           "\n"
+                                           "\n"
+                                           "def rotate_both(q, k, cos, sin):\n"
+                                           "    q = rotate(q, cos, sin)\n"
+                                           "    k = rotate(k, cos, sin)\n"
+                                           "    return q, k\n");
+  std::string all = fmt::format("{}\n{}", fmt::join(set.applied, "\n"), fmt::join(set.skipped, "\n"));
+  EXPECT_TRUE(has_prefix(set.applied, "rope.rope_half_split_rotary_mul@")) << all;
+  std::string skip;
+  for (const std::string& s : set.skipped)
+    if (s.rfind("rope.rope_half_split@", 0) == 0) skip = s;
+  EXPECT_NE(skip.find("trying its alternative rope.rope_half_split_rotary_mul@"), std::string::npos) << all;
+  EXPECT_NE(skip.find("covers only some of the rule's results"), std::string::npos) << skip;
+  for (const ManualStep& m : set.manual) EXPECT_NE(m.candidate.rfind("rope.", 0), 0u) << m.candidate << ": " << m.what;
+  ASSERT_EQ(set.files.size(), 1u);
+  EXPECT_NE(set.files[0].patched.find("return torch_npu.npu_rotary_mul(x, qc, qs)"), std::string::npos)
+      << set.files[0].patched;
+}
+
+}  // namespace
+}  // namespace npufuse::apply

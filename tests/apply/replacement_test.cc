@@ -68,6 +68,49 @@ TEST(Replacement, OnlyTheKeptReturnsAreWritten) {
   EXPECT_THROW(replacement_text(beyond), ApplyError);
 }
 
+// The statements that feed only a result the match does not cover (k's
+// tables, when a per-tensor helper was matched on q) are left out with it;
+// a statement that is no assignment may act by itself and stays.
+TEST(Replacement, StatementsFeedingOnlyDroppedReturnsAreLeftOut) {
+  RuleFile r = rule_with("def replace(q, k, cos):\n"
+                         "    qh = q.shape[-1] // 2\n"
+                         "    qc = torch.cat((cos[..., :qh], cos[..., :qh]), dim=-1)\n"
+                         "    qc = qc.view(1, 1, -1, qc.shape[-1])\n"
+                         "    kh = k.shape[-1] // 2\n"
+                         "    kc = torch.cat((cos[..., :kh], cos[..., :kh]), dim=-1)\n"
+                         "    torch_npu.warm(cos)\n"
+                         "    return torch_npu.rot(q, qc), torch_npu.rot(k, kc)\n");
+  auto on_q = request_for(r, {{"q", "x"}, {"cos", "c"}});
+  on_q.kept_returns = {0};
+  on_q.targets = {"out"};
+  EXPECT_EQ(replacement_text(on_q),
+            "qh = x.shape[-1] // 2\n"
+            "        qc = torch.cat((c[..., :qh], c[..., :qh]), dim=-1)\n"
+            "        qc = qc.view(1, 1, -1, qc.shape[-1])\n"
+            "        torch_npu.warm(c)\n"
+            "        out = torch_npu.rot(x, qc)");
+  auto on_k = request_for(r, {{"k", "y"}, {"cos", "c"}});
+  on_k.kept_returns = {1};
+  on_k.targets = {"out"};
+  EXPECT_EQ(replacement_text(on_k),
+            "kh = y.shape[-1] // 2\n"
+            "        kc = torch.cat((c[..., :kh], c[..., :kh]), dim=-1)\n"
+            "        torch_npu.warm(c)\n"
+            "        out = torch_npu.rot(y, kc)");
+  // A result that needs the parameter left unbound says so.
+  RuleFile paired = rule_with("def replace(q, k, cos):\n"
+                              "    torch_npu.rot_both(q, k, cos)\n"
+                              "    return q, k\n");
+  auto half = request_for(paired, {{"q", "x"}, {"cos", "c"}});
+  half.kept_returns = {0};
+  try {
+    replacement_text(half);
+    ADD_FAILURE() << "a replacement reading the unbound k was written";
+  } catch (const ApplyError& e) {
+    EXPECT_NE(std::string(e.what()).find("covers only some of the rule's results"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Replacement, AssignedParameterBecomesALocalNotAWriteToTheModelsName) {
   RuleFile r = rule_with("def replace(residual, hidden_states, weight, eps):\n"
                          "    normed, _, residual = torch_npu.npu_add_rms_norm(residual, hidden_states, weight, eps)\n"
