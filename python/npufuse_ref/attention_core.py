@@ -146,8 +146,16 @@ def _sparse_setup(c, q_len_max):
             f"sparse_mode must be 0, 1, 2, 3 or 4 (got {c.sparse_mode}); 5-8 are not supported")
     incremental = q_len_max == 1 and c.query_rope is None and not c.training_limits
     if incremental:
-        # The incremental path ignores sparse_mode and pre/next_tokens.
-        return 0, M.INT_MAX, M.INT_MAX, c.atten_mask if c.sparse_mode in (0, 1) else None
+        # The incremental path ignores sparse_mode and pre/next_tokens, so a
+        # mask given for mode 2/3/4 (the compressed 2048 x 2048 one) would be
+        # read with the mode 0 shapes, where a 2-D mask is (B, KV_S): the
+        # device then masks by its rows or refuses it. Said here, not guessed.
+        require(c.sparse_mode in (0, 1) or c.atten_mask is None, op,
+                f"Q_S is 1 (the incremental path), which ignores sparse_mode {c.sparse_mode}: the "
+                f"atten_mask of shape {tuple(c.atten_mask.shape) if c.atten_mask is not None else ()} "
+                "would be read as a (B, KV_S) or (B, 1, 1, KV_S) mask; pass atten_mask=None for a "
+                "decode step that sees every cached key, or a mask of those shapes")
+        return 0, M.INT_MAX, M.INT_MAX, c.atten_mask
     mode = c.sparse_mode
     if mode in (2, 3, 4):
         M.check_optimized_mask(op, mode, c.atten_mask)

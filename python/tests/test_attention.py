@@ -302,6 +302,13 @@ class DecodeBranch(unittest.TestCase):
                   sparse_mode=3, pre_tokens=1, next_tokens=0)[0]
         torch.testing.assert_close(out, self.reference(), **TOL)
 
+    def test_compressed_mask_is_refused_for_single_token_queries(self):
+        # sparse_mode is ignored at Q_S = 1, so the 2048 x 2048 mask is no longer a
+        # compressed causal mask there: a prefill call reused for decode must drop it.
+        with self.assertRaisesRegex(ConstraintError, "incremental path"):
+            fia(self.q, self.k, self.v, num_heads=4, num_key_value_heads=2, scale=0.25,
+                atten_mask=direct.optimized_mask(), sparse_mode=3)
+
 
 class MlaAbsorb(unittest.TestCase):
     def test_mla_paged_decode_matches_concatenated_direct(self):

@@ -23,7 +23,7 @@ Example
 Use instead
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
-        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
+        scale=scaling, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0].transpose(1, 2)
 Fix safety
     Needs prerequisites: the compressed causal mask is a (2048, 2048) bool buffer
     (`triu(ones, 1)`, True = masked) created once; a full S x S mask with sparse_mode=0
@@ -32,6 +32,11 @@ Fix safety
     per-rank heads after TP, head_dim per layout (BNSD here; TND only 64/128/192),
     dtype float16/bfloat16. Padding masks (left-padded batches) are not causal-only: they
     need actual_seq_lengths or stay eager.
+    A decode step through the same code (one query token) gets no mask: FIA's
+    incremental path ignores sparse_mode and would read the 2048 mask as a (B, KV_S)
+    one, so the replacement passes atten_mask only while the query has more than one
+    token; with a cache holding exactly the valid keys, that step sees all of them, as
+    the eager code did.
 References
     catalog/attention/npu_fused_infer_attention_score.toml; pitfalls.md 1.1, 1.3, 1.5,
     1.6; reference_chains.md module-attention-gqa.
@@ -123,13 +128,16 @@ RULE = {
 替代写法
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
-        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0].transpose(1, 2)
+        scale=scaling, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0].transpose(1, 2)
 修复安全性
     需要前置改造：压缩因果掩码是一次性创建的(2048, 2048) bool缓冲区（triu(ones, 1)，True表示
     屏蔽）；用完整S x S掩码配合sparse_mode=0是文档记载的静默错误陷阱（pitfalls 1.3、1.5）。须
     显式传入scale：默认值是1.0而不是head_dim^-0.5。检查项：TP切分后每卡头数满足N % KVN == 0且
     N/KVN <= 64，各布局的head_dim（此处BNSD；TND仅64/128/192），类型为float16/bfloat16。左填充
     批次的padding掩码不只是因果掩码：需要actual_seq_lengths，否则保留eager实现。
+    经同一段代码执行的解码步（query只有一个token）不传掩码：FIA的增量路径忽略sparse_mode，
+    会把2048掩码当作(B, KV_S)掩码读取，因此替换代码仅在query多于一个token时传入atten_mask；
+    当缓存恰好只含有效的键时，该步与eager代码一样看到全部键。
 参考
     catalog/attention/npu_fused_infer_attention_score.toml；pitfalls.md 1.1、1.3、1.5、1.6；
     reference_chains.md module-attention-gqa。
@@ -202,7 +210,8 @@ def replace(query, key, value, attention_mask, scaling, n_rep):
     causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=query.shape[1], num_key_value_heads=key.shape[1],
-        input_layout="BNSD", scale=scaling, atten_mask=causal_mask_2048, sparse_mode=3)[0]
+        input_layout="BNSD", scale=scaling, atten_mask=causal_mask_2048 if query.shape[2] > 1 else None,
+        sparse_mode=3)[0]
     return out.transpose(1, 2)
 
 

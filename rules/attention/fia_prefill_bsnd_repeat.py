@@ -26,13 +26,18 @@ Example
 Use instead
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BSND",
-        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0]
+        scale=scaling, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0]
 Fix safety
     Needs prerequisites: the compressed causal mask, a (2048, 2048) bool buffer created
     once (the model's additive mask must be the causal one; padding masks need
     actual_seq_lengths). Pass `scale` explicitly (default 1.0). Checked as for
     attention.fia_prefill, with the BSND layout: N % KVN == 0, N / KVN <= 64 per rank,
     N * D < 65535 on the full path, head_dim limits, dtype float16/bfloat16.
+    A decode step through the same code (one query token) gets no mask: FIA's
+    incremental path ignores sparse_mode and would read the 2048 mask as a (B, KV_S)
+    one, so the replacement passes atten_mask only while the query has more than one
+    token; with a cache holding exactly the valid keys, that step sees all of them, as
+    the eager code did.
 References
     catalog/attention/npu_fused_infer_attention_score.toml; pitfalls.md 1.1, 1.3, 1.5;
     reference_chains.md module-attention-gqa.
@@ -114,12 +119,15 @@ RULE = {
 替代写法
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BSND",
-        scale=scaling, atten_mask=self.causal_mask_2048, sparse_mode=3)[0]
+        scale=scaling, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0]
 修复安全性
     需要前置改造：压缩因果掩码，一次性创建的(2048, 2048)布尔缓冲区（模型的加性掩码必须是因果掩码；
     padding掩码需要actual_seq_lengths）。显式传入scale（默认1.0）。检查项同attention.fia_prefill，
     布局为BSND：N % KVN == 0，每卡N / KVN <= 64，全量路径N * D < 65535，head_dim限制，dtype为
     float16/bfloat16。
+    经同一段代码执行的解码步（query只有一个token）不传掩码：FIA的增量路径忽略sparse_mode，
+    会把2048掩码当作(B, KV_S)掩码读取，因此替换代码仅在query多于一个token时传入atten_mask；
+    当缓存恰好只含有效的键时，该步与eager代码一样看到全部键。
 参考
     catalog/attention/npu_fused_infer_attention_score.toml；pitfalls.md 1.1、1.3、1.5；
     reference_chains.md module-attention-gqa。
@@ -171,4 +179,5 @@ def replace(query, key, value, attention_mask, scaling, n_rep):
     causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
     return torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=query.shape[2], num_key_value_heads=key.shape[2],
-        input_layout="BSND", scale=scaling, atten_mask=causal_mask_2048, sparse_mode=3)[0]
+        input_layout="BSND", scale=scaling, atten_mask=causal_mask_2048 if query.shape[1] > 1 else None,
+        sparse_mode=3)[0]

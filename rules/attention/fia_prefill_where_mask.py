@@ -20,7 +20,7 @@ Example
 Use instead
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
-        scale=1 / self.scale_attn, atten_mask=self.causal_mask_2048, sparse_mode=3)[0]
+        scale=1 / self.scale_attn, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0]
 Fix safety
     Needs prerequisites. The compressed (2048, 2048) mask (`triu(ones, 1)`, True =
     masked) replaces the model's buffer: that is only right when the buffer is the
@@ -29,6 +29,11 @@ Fix safety
     The kernel's default scale is 1.0: a model dividing by sqrt(head_dim) passes its
     reciprocal. Models that return the attention probabilities (output_attentions)
     lose them. Checked like the HF eager form: GQA ratio, head_dim, dtype.
+    A decode step through the same code (one query token) gets no mask: FIA's
+    incremental path ignores sparse_mode and would read the 2048 mask as a (B, KV_S)
+    one, so the replacement passes atten_mask only while the query has more than one
+    token; with a cache holding exactly the valid keys, that step sees all of them, as
+    the eager code did.
 References
     catalog/attention/npu_fused_infer_attention_score.toml; pitfalls.md 1.1, 1.3, 1.5;
     reference_chains.md module-attention-gqa.
@@ -112,13 +117,16 @@ RULE = {
 替代写法
     out = torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=N, num_key_value_heads=KVN, input_layout="BNSD",
-        scale=1 / self.scale_attn, atten_mask=self.causal_mask_2048, sparse_mode=3)[0]
+        scale=1 / self.scale_attn, atten_mask=self.causal_mask_2048 if q_len > 1 else None, sparse_mode=3)[0]
 修复安全性
     需要前置改造。压缩的(2048, 2048)掩码（triu(ones, 1)，True表示屏蔽）取代模型的缓冲区：
     只有当该缓冲区就是按当前窗口切片的因果下三角时才正确，须由移植工程师在构建缓冲区处确认
     （padding掩码或局部窗口掩码不只是因果）。内核默认scale为1.0：除以sqrt(head_dim)的模型
     要传入其倒数。返回注意力概率（output_attentions）的模型将失去该输出。检查项与HF eager
     写法相同：GQA比例、head_dim、数据类型。
+    经同一段代码执行的解码步（query只有一个token）不传掩码：FIA的增量路径忽略sparse_mode，
+    会把2048掩码当作(B, KV_S)掩码读取，因此替换代码仅在query多于一个token时传入atten_mask；
+    当缓存恰好只含有效的键时，该步与eager代码一样看到全部键。
 参考
     catalog/attention/npu_fused_infer_attention_score.toml；pitfalls.md 1.1、1.3、1.5；
     reference_chains.md module-attention-gqa。
@@ -150,7 +158,8 @@ def replace(query, key, value, causal_mask, mask_value, scaling, n_rep):
     causal_mask_2048 = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
     return torch_npu.npu_fused_infer_attention_score(
         query, key, value, num_heads=query.shape[1], num_key_value_heads=key.shape[1],
-        input_layout="BNSD", scale=scaling, atten_mask=causal_mask_2048, sparse_mode=3)[0]
+        input_layout="BNSD", scale=scaling, atten_mask=causal_mask_2048 if query.shape[2] > 1 else None,
+        sparse_mode=3)[0]
 
 
 def naive_keep_mask_as_atten_mask(query, key, value, causal_mask, mask_value, scaling, n_rep):
