@@ -415,6 +415,52 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
   return true;
 }
 
+// A statement between the chain's statements that only prepares a value for
+// the chain's later statements (GPT-J's `mask_value = torch.tensor(finfo(
+// attn_weights.dtype).min, ...)` for the select the fused op replaces): one
+// name assigned, read only by ops of the chain (in its later statements) and
+// by no other statement in between, and no in-place call or call of the
+// module's own attributes (a submodule's work is not a value to drop). It goes
+// with the chain; a read of its name after the run refuses the rewrite as for
+// any removed name.
+bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, size_t i, const std::vector<bool>& touched,
+                      const std::vector<std::pair<uint32_t, uint32_t>>& ops) {
+  auto* a = ast::as<ast::Assign>(list[i]);
+  auto* target = a && a->targets.size == 1 ? ast::as<ast::Name>(a->targets[0]) : nullptr;
+  if (!target) return false;
+  bool acts = false;
+  model::walk(a->value, [&](const ast::Node* x) {
+    if (auto* call = ast::as<ast::Call>(x)) {
+      auto* f = ast::as<ast::Attribute>(call->func);
+      std::string called = f ? std::string(f->attr) : last_name(call->func);
+      acts = acts || called.ends_with("_") || called == "print" || called == "setattr";
+      for (const ast::expr* f = call->func; auto* at = ast::as<ast::Attribute>(f); f = at->value)
+        if (auto* base = ast::as<ast::Name>(at->value); base && base->id == "self") acts = true;
+    }
+    acts = acts || ast::as<ast::Lambda>(x) || ast::as<ast::NamedExpr>(x) || ast::as<ast::Yield>(x) || ast::as<ast::Await>(x);
+    return !acts;
+  });
+  if (acts) return false;
+  const std::string name(target->id);
+  bool read_by_chain = false;
+  for (size_t j = i + 1; j <= last; ++j) {
+    if (!names_in(list[j], ast::expr_context::Load).count(name)) continue;
+    if (!touched[j]) return false;
+    bool outside_ops = false;
+    model::walk(list[j], [&](const ast::Node* x) {
+      auto* n = ast::as<ast::Name>(x);
+      if (n && n->ctx == ast::expr_context::Load && n->id == name)
+        outside_ops = outside_ops || std::none_of(ops.begin(), ops.end(), [&](const auto& op) {
+                        return op.first <= n->begin && n->end <= op.second;
+                      });
+      return !outside_ops;
+    });
+    if (outside_ops) return false;
+    read_by_chain = true;
+  }
+  return read_by_chain;
+}
+
 // A `for` loop that is all chain (an expert loop): every statement of its
 // body computes an op of the chain, or only skips an iteration (`if not
 // hits[e]: continue`); no `else` clause. The rewrite may replace it whole.
@@ -783,7 +829,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
     if (wrapper && i >= body_first)
       return Refused{fmt::format("{}:{} sits inside the with statement at {}:{} and is not part of the chain", file->path,
                                  list[i]->lineno, file->path, wrapper->lineno), here};
-    if (!independent_of_chain(list, first, last, i, touched))
+    bool independent = independent_of_chain(list, first, last, i, touched);
+    // One that cannot move, but only prepares a value for the chain, goes with it.
+    if (!independent && feeds_only_chain(list, last, i, touched, local)) {
+      touched[i] = true;
+      continue;
+    }
+    if (!independent)
       return Refused{fmt::format("{}:{} sits between the chain's statements and is not part of the chain", file->path,
                                  list[i]->lineno), here};
     hoisted.push_back(list[i]);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "apply/apply_error.h"
+#include "apply/causal_buffer.h"
 #include "apply/chain_rewrite.h"
 #include "apply/merge_gate_up.h"
 #include "apply/plan_file.h"
@@ -261,6 +262,15 @@ PatchSet make_patches(const PatchRequest& request) {
       merge = merge || how.way == PrerequisiteWay::MergeGateUp;
       stack = stack || how.way == PrerequisiteWay::StackExperts;
       if (how.way != PrerequisiteWay::Manual) continue;
+      // One the code itself can show met (apply/causal_buffer.h).
+      if (p.id == "bool_buffer_is_causal") {
+        CausalBuffer shown = causal_buffer(*c, "causal_mask", again.sources);
+        if (shown.met) {
+          out.checked.push_back(ManualStep{c->id, shown.where, fmt::format("prerequisite {} met: {}", p.id, shown.why)});
+          continue;
+        }
+        how.why = "not shown by the code: " + shown.why + " (" + shown.where + ")";
+      }
       out.manual.push_back(ManualStep{c->id, where_of(p.where.file.empty() ? c->location : p.where),
                                       fmt::format("prerequisite {}: {}: {}", p.id, how.why, p.en)});
       manual = true;

@@ -38,6 +38,7 @@ struct PatchSet {
   std::vector<std::string> applied;      // candidate ids that became edits
   std::vector<ManualStep> manual;        // refused chains and non-mechanical prerequisites
   std::vector<ManualStep> refactored;    // mechanical refactors a rewrite made on the way (a config branch folded)
+  std::vector<ManualStep> checked;       // prerequisites the model's code shows are met (a causal bool buffer)
   std::vector<std::string> skipped;      // "id: why" for candidates not chosen
 };
 

@@ -112,6 +112,8 @@ void add_fix_preview(report::Explanation& e, const std::string& plan_path, const
     }
   for (const apply::ManualStep& r : patches.refactored)
     if (r.candidate == id) e.fix_notes.push_back(fmt::format("{}: {}", r.where, r.what));
+  for (const apply::ManualStep& r : patches.checked)
+    if (r.candidate == id) e.fix_notes.push_back(fmt::format("{}: {}", r.where, r.what));
   for (const apply::ManualStep& m : patches.manual)
     if (m.candidate == id) e.fix_notes.push_back(fmt::format("{}: {}", m.where, m.what));
   for (const std::string& s : patches.skipped)

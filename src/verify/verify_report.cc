@@ -82,6 +82,7 @@ json report_json(const VerifyReport& report) {
     cj["applied"] = c.applied;
     cj["manual"] = c.manual;
     cj["refactors"] = c.refactors;
+    cj["checked"] = c.checked;
     cj["harness"] = c.harness;
     cj["sizes"] = c.spec.sizes;
     cj["sizes_note"] = c.spec.sizes_note;
@@ -130,6 +131,7 @@ std::string report_markdown(const VerifyReport& report) {
     md += fmt::format("- performance: {}\n", performance_words(c.precision, c.spec));
     if (c.model_check) md += fmt::format("- {}\n", model_check_words(*c.model_check));
     for (const std::string& r : c.refactors) md += fmt::format("- refactor: {}\n", r);
+    for (const std::string& r : c.checked) md += fmt::format("- checked: {}\n", r);
     for (const std::string& m : c.manual) md += fmt::format("- manual: {}\n", m);
     for (const AlternativeNote& a : c.alternatives)
       md += fmt::format("- alternative `{}` ({}): {}\n", a.id, a.plan_status, a.outcome);
