@@ -189,6 +189,27 @@ std::optional<std::string> moved_expression(const Origin& origin, const Spelling
   return text;
 }
 
+// The rank a `x.reshape(a, b, ...)` / `x.view((a, b, ...))` gives, when the
+// expression is one; 0 otherwise.
+size_t view_rank(const std::string& text) {
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    auto* call = ast::as<ast::Call>(parsed->expr);
+    auto* f = call ? ast::as<ast::Attribute>(call->func) : nullptr;
+    if (!f || (f->attr != "reshape" && f->attr != "view") || call->keywords.size != 0 || call->args.size == 0) return 0;
+    for (const ast::expr* a : call->args)
+      if (ast::as<ast::Starred>(a)) return 0;
+    if (call->args.size == 1) {
+      if (auto* t = ast::as<ast::Tuple>(call->args[0])) return t->elts.size;
+      if (ast::as<ast::List>(call->args[0])) return ast::as<ast::List>(call->args[0])->elts.size;
+      return ast::as<ast::Constant>(call->args[0]) ? 1 : 0;  // a dtype or a size tuple held in a name: not evident
+    }
+    return call->args.size;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
 }  // namespace
 
 SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& r) {
@@ -219,6 +240,15 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     }
     std::string why;
     if (std::optional<std::string> moved = moved_expression(origin, r, why)) {
+      if (auto d = r.declared_rank.find(param); d != r.declared_rank.end())
+        if (size_t rank = view_rank(*moved); rank && rank != d->second.first) {
+          out.refusal = fmt::format(
+              "{} is bound to `{}` ({}), a {}-D view, where the fused call takes {} as {}: the model reshapes it for its "
+              "own formulation (heads grouped per KV head, say); the call needs the tensor before that view; edit it by "
+              "hand",
+              param, *moved, line_at(*r.fn, origin.range.begin), rank, param, d->second.second);
+          return out;
+        }
       int& uses = moved_uses[{origin.range.begin, origin.range.end}];
       uses += r.replace ? reads_of(*r.replace, param) : 1;
       if (uses > 1) {

@@ -31,6 +31,11 @@ struct SpellingRequest {
   // rewrite hoists them), in source order: a name one of them assigns is
   // read where the last such statement ends.
   std::vector<std::pair<uint32_t, uint32_t>> hoisted;
+  // The rule's declared shape of each tensor parameter (RULE["inputs"]),
+  // written out: "(B, N, S, D)". A bound value the model made with a view of
+  // another rank (qwen3_like's query grouped to [b, kv, group, s, d]) is
+  // refused: the fused call needs the tensor before that view.
+  std::map<std::string, std::pair<size_t, std::string>> declared_rank;
 };
 
 struct SpelledBindings {

@@ -147,13 +147,16 @@ CausalBuffer causal_buffer(const plan::Candidate& c, const std::string& paramete
                                                c.apply_bindings[i].second));
   std::optional<FunctionAt> fn = function_around(*file, origin.range.begin, origin.range.end);
   if (!fn || !fn->is_method) return refuse(c.location.file, "the mask is not read in a method of a class");
-  // The slice, or its `.bool()` (GPT-Neo keeps a uint8 triangle).
+  // The slice, or its `.bool()` / `.to(torch.bool)` (GPT-Neo keeps a uint8 triangle).
   const ast::Subscript* read = nullptr;
   model::walk(fn->fn, [&](const ast::Node* n) {
     if (n->begin != origin.range.begin || n->end != origin.range.end) return true;
     read = ast::as<ast::Subscript>(n);
-    if (auto* call = ast::as<ast::Call>(n); call && call->args.size == 0 && call->keywords.size == 0)
-      if (auto* f = ast::as<ast::Attribute>(call->func); f && f->attr == "bool") read = ast::as<ast::Subscript>(f->value);
+    if (auto* call = ast::as<ast::Call>(n); call && call->keywords.size == 0)
+      if (auto* f = ast::as<ast::Attribute>(call->func);
+          f && ((f->attr == "bool" && call->args.size == 0) ||
+                (f->attr == "to" && call->args.size == 1 && text_of(*file, call->args[0]) == "torch.bool")))
+        read = ast::as<ast::Subscript>(f->value);
     return !read;
   });
   const std::string at = read ? line_of(*file, read) : fn->qualified;

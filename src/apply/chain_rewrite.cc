@@ -423,8 +423,11 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
 // module's own attributes (a submodule's work is not a value to drop). It goes
 // with the chain; a read of its name after the run refuses the rewrite as for
 // any removed name.
+// `prep` holds the later statements already found to be such (GPT-2's
+// `mask_value = finfo(w.dtype).min` read by `mask_value = torch.full([],
+// mask_value, ...)`, which the select reads): a read there counts as the chain's.
 bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, size_t i, const std::vector<bool>& touched,
-                      const std::vector<std::pair<uint32_t, uint32_t>>& ops) {
+                      const std::vector<std::pair<uint32_t, uint32_t>>& ops, const std::set<size_t>& prep) {
   auto* a = ast::as<ast::Assign>(list[i]);
   auto* target = a && a->targets.size == 1 ? ast::as<ast::Name>(a->targets[0]) : nullptr;
   if (!target) return false;
@@ -434,7 +437,8 @@ bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, si
       auto* f = ast::as<ast::Attribute>(call->func);
       std::string called = f ? std::string(f->attr) : last_name(call->func);
       acts = acts || called.ends_with("_") || called == "print" || called == "setattr";
-      for (const ast::expr* f = call->func; auto* at = ast::as<ast::Attribute>(f); f = at->value)
+      // `self.proj(...)`, `self.cache.get(...)`: the module's own work.
+      for (const ast::expr* callee = call->func; auto* at = ast::as<ast::Attribute>(callee); callee = at->value)
         if (auto* base = ast::as<ast::Name>(at->value); base && base->id == "self") acts = true;
     }
     acts = acts || ast::as<ast::Lambda>(x) || ast::as<ast::NamedExpr>(x) || ast::as<ast::Yield>(x) || ast::as<ast::Await>(x);
@@ -445,6 +449,10 @@ bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, si
   bool read_by_chain = false;
   for (size_t j = i + 1; j <= last; ++j) {
     if (!names_in(list[j], ast::expr_context::Load).count(name)) continue;
+    if (prep.count(j)) {
+      read_by_chain = true;
+      continue;
+    }
     if (!touched[j]) return false;
     bool outside_ops = false;
     model::walk(list[j], [&](const ast::Node* x) {
@@ -812,6 +820,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // expert block) moves, as written, before the replacement.
   std::set<const ast::stmt*> copies;
   std::vector<const ast::stmt*> hoisted;
+  // Statements that only prepare values for the chain's ops, found from the
+  // last one back so that one preparing for another counts.
+  std::set<size_t> prep;
+  for (size_t i = last; i > first; --i)
+    if (!touched[i - 1] && !name_copy(list[i - 1]) && !independent_of_chain(list, first, last, i - 1, touched) &&
+        feeds_only_chain(list, last, i - 1, touched, local, prep))
+      prep.insert(i - 1);
   for (size_t i = first; i <= last; ++i) {
     if (touched[i]) continue;
     if (name_copy(list[i])) {
@@ -831,7 +846,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
                                  list[i]->lineno, file->path, wrapper->lineno), here};
     bool independent = independent_of_chain(list, first, last, i, touched);
     // One that cannot move, but only prepares a value for the chain, goes with it.
-    if (!independent && feeds_only_chain(list, last, i, touched, local)) {
+    if (!independent && prep.count(i)) {
       touched[i] = true;
       continue;
     }
@@ -1076,7 +1091,14 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
   // replacement goes where the if was, after the taken arm's statements before
   // the run (which move there as written).
   const ast::stmt* placed = folds.top_of(run.front());
-  SpellingRequest spelling{&*fn, placed->begin, {}, rule.replace, {}};
+  SpellingRequest spelling{&*fn, placed->begin, {}, rule.replace, {}, {}};
+  if (auto inputs = rule.literal.find("inputs"); inputs != rule.literal.end() && inputs->is_object())
+    for (const auto& [param, spec] : inputs->items())
+      if (auto shape = spec.find("shape"); shape != spec.end() && shape->is_array() && !shape->empty()) {
+        std::vector<std::string> axes;
+        for (const auto& axis : *shape) axes.push_back(axis.is_string() ? axis.get<std::string>() : axis.dump());
+        spelling.declared_rank[param] = {axes.size(), fmt::format("({})", fmt::join(axes, ", "))};
+      }
   for (size_t i = 0; i < first; ++i)
     if (placed != run.front() && folds.top_of(list[i]) == placed && list[i] != placed)
       spelling.hoisted.emplace_back(list[i]->begin, list[i]->end);

@@ -96,6 +96,9 @@ TEST(CausalBuffer, AUint8TriangleThroughANameReadAsBoolIsShown) {
   PatchSet set = patches_for_text(dir, text);
   ASSERT_EQ(set.checked.size(), 1u) << listing(set);
   EXPECT_TRUE(fia_applied(set)) << listing(set);
+  ScratchDir to_bool("causal_buffer_to_bool");
+  PatchSet cast = patches_for_text(to_bool, replaced(text, ":key_length].bool()", ":key_length].to(torch.bool)"));
+  EXPECT_EQ(cast.checked.size(), 1u) << listing(cast);
   // A local layer's band (`bias = bias ^ torch.tril(bias, -window)`) assigns the name twice: not shown.
   ScratchDir local("causal_buffer_local");
   PatchSet banded = patches_for_text(
@@ -103,6 +106,30 @@ TEST(CausalBuffer, AUint8TriangleThroughANameReadAsBoolIsShown) {
                       "        bias = bias ^ torch.tril(bias, -4)\n        self.register_buffer(\"bias\", bias)\n"));
   EXPECT_TRUE(banded.checked.empty()) << listing(banded);
   EXPECT_FALSE(fia_applied(banded)) << listing(banded);
+}
+
+// GPT-2's select value, made in two statements between the chain's: both
+// only prepare the select's operand, so both go with the chain.
+TEST(CausalBuffer, StatementsPreparingTheSelectValueGoWithTheChain) {
+  ScratchDir dir("causal_buffer_gpt2_mask_value");
+  PatchSet set = patches_for_text(
+      dir, replaced(kGpt2Style,
+                    "        w = torch.where(causal_mask, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))\n",
+                    "        mask_value = torch.finfo(w.dtype).min\n"
+                    "        mask_value = torch.full([], mask_value, dtype=w.dtype, device=w.device)\n"
+                    "        w = torch.where(causal_mask, w.to(w.dtype), mask_value)\n"));
+  EXPECT_TRUE(fia_applied(set)) << listing(set);
+  ASSERT_EQ(set.files.size(), 1u);
+  EXPECT_EQ(set.files[0].patched.find("mask_value"), std::string::npos) << set.files[0].patched;
+  // Read again after the chain, the value is no longer only the chain's: not rewritten.
+  ScratchDir again("causal_buffer_mask_value_read_after");
+  PatchSet kept = patches_for_text(
+      again, replaced(replaced(kGpt2Style,
+                               "        w = torch.where(causal_mask, w, torch.tensor(torch.finfo(w.dtype).min, dtype=w.dtype))\n",
+                               "        mask_value = torch.finfo(w.dtype).min\n"
+                               "        w = torch.where(causal_mask, w, torch.tensor(mask_value, dtype=w.dtype))\n"),
+                      "        return torch.matmul(w, value)\n", "        return torch.matmul(w, value) * (mask_value < 0)\n"));
+  EXPECT_FALSE(fia_applied(kept)) << listing(kept);
 }
 
 TEST(CausalBuffer, WhatTheCodeDoesNotShowStaysAManualStepWithTheReason) {
