@@ -217,8 +217,17 @@ std::string replacement_text(const ReplacementRequest& r) {
       const ast::stmt* s = *it;
       if (s == ret) continue;
       auto* a = ast::as<ast::Assign>(s);
-      bool feeds = !a;  // a statement of another kind may act by itself: kept
+      // A statement of another kind, or an assignment to anything but names
+      // (`buf[i] = x`, `self.t = x`), may act by itself: kept.
+      bool feeds = !a;
       if (a)
+        for (const ast::expr* t : a->targets)
+          model::walk(t, [&](const ast::Node* x) {
+            feeds |= ast::as<ast::Subscript>(x) != nullptr || ast::as<ast::Attribute>(x) != nullptr ||
+                     ast::as<ast::Starred>(x) != nullptr;
+            return true;
+          });
+      if (a && !feeds)
         model::walk(s, [&](const ast::Node* x) {
           if (auto* name = ast::as<ast::Name>(x); name && name->ctx == ast::expr_context::Store)
             feeds |= needed.count(std::string(name->id)) > 0;

@@ -70,7 +70,7 @@ TEST(Replacement, OnlyTheKeptReturnsAreWritten) {
 
 // The statements that feed only a result the match does not cover (k's
 // tables, when a per-tensor helper was matched on q) are left out with it;
-// a statement that is no assignment may act by itself and stays.
+// a statement that is no assignment to names may act by itself and stays.
 TEST(Replacement, StatementsFeedingOnlyDroppedReturnsAreLeftOut) {
   RuleFile r = rule_with("def replace(q, k, cos):\n"
                          "    qh = q.shape[-1] // 2\n"
@@ -79,6 +79,7 @@ TEST(Replacement, StatementsFeedingOnlyDroppedReturnsAreLeftOut) {
                          "    kh = k.shape[-1] // 2\n"
                          "    kc = torch.cat((cos[..., :kh], cos[..., :kh]), dim=-1)\n"
                          "    torch_npu.warm(cos)\n"
+                         "    cos[0] = cos[1]\n"
                          "    return torch_npu.rot(q, qc), torch_npu.rot(k, kc)\n");
   auto on_q = request_for(r, {{"q", "x"}, {"cos", "c"}});
   on_q.kept_returns = {0};
@@ -88,6 +89,7 @@ TEST(Replacement, StatementsFeedingOnlyDroppedReturnsAreLeftOut) {
             "        qc = torch.cat((c[..., :qh], c[..., :qh]), dim=-1)\n"
             "        qc = qc.view(1, 1, -1, qc.shape[-1])\n"
             "        torch_npu.warm(c)\n"
+            "        c[0] = c[1]\n"
             "        out = torch_npu.rot(x, qc)");
   auto on_k = request_for(r, {{"k", "y"}, {"cos", "c"}});
   on_k.kept_returns = {1};
@@ -96,6 +98,7 @@ TEST(Replacement, StatementsFeedingOnlyDroppedReturnsAreLeftOut) {
             "kh = y.shape[-1] // 2\n"
             "        kc = torch.cat((c[..., :kh], c[..., :kh]), dim=-1)\n"
             "        torch_npu.warm(c)\n"
+            "        c[0] = c[1]\n"
             "        out = torch_npu.rot(y, kc)");
   // A result that needs the parameter left unbound says so.
   RuleFile paired = rule_with("def replace(q, k, cos):\n"
