@@ -19,17 +19,6 @@ std::string line_of(const model::ModelFile& file, const ast::Node* n) {
   return fmt::format("{}:{}", file.path, file.parsed->source.line_col(n->begin).line);
 }
 
-bool is_name(const ast::expr* e, std::string_view id) {
-  auto* n = ast::as<ast::Name>(e);
-  return n && n->id == id;
-}
-
-// `self.<attr>` -> attr; empty otherwise.
-std::string self_attribute(const ast::expr* e) {
-  auto* a = ast::as<ast::Attribute>(e);
-  return a && is_name(a->value, "self") ? std::string(a->attr) : std::string();
-}
-
 const ast::Slice* plain_slice(const ast::expr* e) {
   auto* s = ast::as<ast::Slice>(e);
   return s && !s->step ? s : nullptr;
@@ -160,7 +149,9 @@ CausalBuffer causal_buffer(const plan::Candidate& c, const std::string& paramete
     return !read;
   });
   const std::string at = read ? line_of(*file, read) : fn->qualified;
-  std::string buffer = read ? self_attribute(read->value) : std::string();
+  const std::string self = first_param(*fn->fn);
+  auto* held = read ? ast::as<ast::Attribute>(read->value) : nullptr;
+  std::string buffer = held && is_name(held->value, self) ? std::string(held->attr) : std::string();
   auto* axes = read ? ast::as<ast::Tuple>(read->slice) : nullptr;
   const ast::Slice* rows = axes && axes->elts.size == 4 ? plain_slice(axes->elts[2]) : nullptr;
   const ast::Slice* cols = axes && axes->elts.size == 4 ? plain_slice(axes->elts[3]) : nullptr;
@@ -200,17 +191,16 @@ CausalBuffer causal_buffer(const plan::Candidate& c, const std::string& paramete
   if (!init) return refuse(at, fmt::format("{} has no __init__ in {}", cls_name, file->path));
   const ast::Call* registered = nullptr;
   int registrations = 0;
-  model::walk(cls, [&](const ast::Node* n) {
-    auto* call = ast::as<ast::Call>(n);
-    auto* f = call ? ast::as<ast::Attribute>(call->func) : nullptr;
-    if (!f || f->attr != "register_buffer" || !is_name(f->value, "self") || call->args.size < 2) return true;
-    if (auto* k = ast::as<ast::Constant>(call->args[0]); k && frontend::ast::constant_string(k->value) == buffer) {
-      ++registrations;
-      registered = call;
-    }
-    return true;
-  });
-  if (registrations != 1 || registered->begin < init->begin || registered->end > init->end)
+  for (const ast::stmt* st : cls->body)
+    if (auto* method = ast::as<ast::FunctionDef>(st))
+      model::walk(method, [&](const ast::Node* n) {
+        if (const ast::Call* call = registration(n, first_param(*method), buffer)) {
+          ++registrations;
+          registered = call;
+        }
+        return true;
+      });
+  if (registrations != 1 || registered->begin < init->begin || registered->end > init->end || registered->args.size < 2)
     return refuse(at, fmt::format("self.{} is not registered exactly once, in {}.__init__", buffer, cls_name));
   // A name __init__ assigns once, before the registration, stands for its value.
   auto resolve = [&](const ast::expr* e) -> const ast::expr* {
@@ -222,19 +212,10 @@ CausalBuffer causal_buffer(const plan::Candidate& c, const std::string& paramete
   };
   if (std::string why = not_lower_triangle(*file, registered->args[1], resolve); !why.empty())
     return refuse(line_of(*file, registered), why);
-  std::string written;
-  model::walk(cls, [&](const ast::Node* n) {
-    if (!written.empty()) return false;
-    if (auto* a = ast::as<ast::Attribute>(n); a && a->ctx != ast::expr_context::Load && self_attribute(a) == buffer)
-      written = line_of(*file, a);
-    if (auto* s = ast::as<ast::Subscript>(n); s && s->ctx != ast::expr_context::Load && self_attribute(s->value) == buffer)
-      written = line_of(*file, s);
-    if (auto* call = ast::as<ast::Call>(n))
-      if (auto* f = ast::as<ast::Attribute>(call->func); f && f->attr.ends_with("_") && self_attribute(f->value) == buffer)
-        written = line_of(*file, call);
-    return true;
-  });
-  if (!written.empty()) return refuse(written, fmt::format("self.{} is written again here", buffer));
+  for (const ast::stmt* st : cls->body)
+    if (auto* method = ast::as<ast::FunctionDef>(st))
+      if (int line = changes_attribute(*method, buffer, registered))
+        return refuse(fmt::format("{}:{}", file->path, line), fmt::format("self.{} is written again here", buffer));
   out.met = true;
   out.where = line_of(*file, registered);
   out.why = fmt::format(

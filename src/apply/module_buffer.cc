@@ -16,58 +16,6 @@ namespace {
 
 namespace ast = frontend::ast;
 
-std::string first_param(const ast::FunctionDef& fn) {
-  return fn.args->args.size ? std::string(fn.args->args[0]->arg) : std::string();
-}
-
-bool is_name(const ast::expr* e, std::string_view id) {
-  auto* name = ast::as<ast::Name>(e);
-  return name && name->id == id;
-}
-
-// `<self>.<attr>`, for the method's own first parameter.
-bool is_self_attribute(const ast::expr* e, const std::string& self, std::string_view attr) {
-  auto* a = ast::as<ast::Attribute>(e);
-  return a && a->attr == attr && is_name(a->value, self);
-}
-
-bool is_string(const ast::expr* e, std::string_view text) {
-  auto* c = ast::as<ast::Constant>(e);
-  return c && c->value.kind == ast::ConstantKind::Str && ast::constant_string(c->value) == text;
-}
-
-// `<self>.register_buffer("attr", ...)` (or register_parameter, or
-// setattr(<self>, "attr", ...)): the call, or null.
-const ast::Call* registration(const ast::Node* n, const std::string& self, std::string_view attr) {
-  auto* call = ast::as<ast::Call>(n);
-  if (!call) return nullptr;
-  if (auto* f = ast::as<ast::Attribute>(call->func);
-      f && is_name(f->value, self) && (f->attr == "register_buffer" || f->attr == "register_parameter"))
-    return call->args.size && is_string(call->args[0], attr) ? call : nullptr;
-  if (is_name(call->func, "setattr") && call->args.size >= 2 && is_name(call->args[0], self) && is_string(call->args[1], attr))
-    return call;
-  return nullptr;
-}
-
-// The line at which `method` sets or changes `self.<attr>` in place
-// (`self.inv_freq = ...`, `self.inv_freq.copy_(...)`, register_buffer), or 0.
-int changes_attribute(const ast::FunctionDef& method, std::string_view attr) {
-  int line = 0;
-  std::string self = first_param(method);
-  model::walk(&method, [&](const ast::Node* x) {
-    if (line) return false;
-    if (auto* a = ast::as<ast::Attribute>(x); a && a->ctx != ast::expr_context::Load && is_self_attribute(a, self, attr))
-      line = static_cast<int>(a->lineno);
-    if (registration(x, self, attr)) line = static_cast<int>(x->lineno);
-    if (auto* call = ast::as<ast::Call>(x))
-      if (auto* f = ast::as<ast::Attribute>(call->func); f && !f->attr.empty() && f->attr.back() == '_' &&
-                                                         is_self_attribute(f->value, self, attr))
-        line = static_cast<int>(call->lineno);
-    return true;
-  });
-  return line;
-}
-
 // One mention of `<self>.<method>` in a method of the class.
 struct Mention {
   const ast::FunctionDef* in = nullptr;

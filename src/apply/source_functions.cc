@@ -68,6 +68,54 @@ const ast::Assign* self_assignment(const ast::FunctionDef& fn, std::string_view 
   return nullptr;
 }
 
+bool is_name(const ast::expr* e, std::string_view id) {
+  auto* name = ast::as<ast::Name>(e);
+  return name && name->id == id;
+}
+
+std::string first_param(const ast::FunctionDef& fn) {
+  return fn.args->args.size ? std::string(fn.args->args[0]->arg) : std::string();
+}
+
+bool is_self_attribute(const ast::expr* e, const std::string& self, std::string_view attr) {
+  auto* a = ast::as<ast::Attribute>(e);
+  return a && a->attr == attr && is_name(a->value, self);
+}
+
+const ast::Call* registration(const ast::Node* n, const std::string& self, std::string_view attr) {
+  auto is_string = [](const ast::expr* e, std::string_view text) {
+    auto* c = ast::as<ast::Constant>(e);
+    return c && c->value.kind == ast::ConstantKind::Str && ast::constant_string(c->value) == text;
+  };
+  auto* call = ast::as<ast::Call>(n);
+  if (!call) return nullptr;
+  if (auto* f = ast::as<ast::Attribute>(call->func);
+      f && is_name(f->value, self) && (f->attr == "register_buffer" || f->attr == "register_parameter"))
+    return call->args.size && is_string(call->args[0], attr) ? call : nullptr;
+  if (is_name(call->func, "setattr") && call->args.size >= 2 && is_name(call->args[0], self) && is_string(call->args[1], attr))
+    return call;
+  return nullptr;
+}
+
+int changes_attribute(const ast::FunctionDef& method, std::string_view attr, const ast::Node* except) {
+  int line = 0;
+  std::string self = first_param(method);
+  model::walk(&method, [&](const ast::Node* x) {
+    if (line) return false;
+    if (auto* a = ast::as<ast::Attribute>(x); a && a->ctx != ast::expr_context::Load && is_self_attribute(a, self, attr))
+      line = static_cast<int>(a->lineno);
+    if (auto* s = ast::as<ast::Subscript>(x); s && s->ctx != ast::expr_context::Load && is_self_attribute(s->value, self, attr))
+      line = static_cast<int>(s->lineno);
+    if (x != except && registration(x, self, attr)) line = static_cast<int>(x->lineno);
+    if (auto* call = ast::as<ast::Call>(x))
+      if (auto* f = ast::as<ast::Attribute>(call->func); f && !f->attr.empty() && f->attr.back() == '_' &&
+                                                         is_self_attribute(f->value, self, attr))
+        line = static_cast<int>(call->lineno);
+    return true;
+  });
+  return line;
+}
+
 std::string text_of(const model::ModelFile& file, const ast::Node* n) {
   return std::string(file.parsed->source.text().substr(n->begin, n->end - n->begin));
 }

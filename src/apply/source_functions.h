@@ -32,6 +32,26 @@ const frontend::ast::ClassDef* class_named(const model::ModelFile& file, std::st
 const frontend::ast::FunctionDef* method_named(const frontend::ast::ClassDef& cls, std::string_view name);
 const frontend::ast::Assign* self_assignment(const frontend::ast::FunctionDef& fn, std::string_view attribute);
 
+// The name `id`.
+bool is_name(const frontend::ast::expr* e, std::string_view id);
+
+// A method's first parameter (its `self`), or "".
+std::string first_param(const frontend::ast::FunctionDef& fn);
+
+// `<self>.<attr>`, for a method's own first parameter `self`.
+bool is_self_attribute(const frontend::ast::expr* e, const std::string& self, std::string_view attr);
+
+// `<self>.register_buffer("attr", ...)` (or register_parameter, or
+// setattr(<self>, "attr", ...)): the call, or null.
+const frontend::ast::Call* registration(const frontend::ast::Node* n, const std::string& self, std::string_view attr);
+
+// The first line at which `method` sets or changes `self.<attr>`
+// (`self.inv_freq = ...`, `self.bias[...] = ...`, `self.inv_freq.copy_(...)`,
+// a registration), leaving out the node `except` (the registration a caller
+// already knows of); 0 when it does not.
+int changes_attribute(const frontend::ast::FunctionDef& method, std::string_view attr,
+                      const frontend::ast::Node* except = nullptr);
+
 // The source text of a node of `file`.
 std::string text_of(const model::ModelFile& file, const frontend::ast::Node* n);
 

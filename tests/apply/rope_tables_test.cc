@@ -220,6 +220,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "    def rescale(self, factor):\n        self.inv_freq.mul_(factor)\n\n"
                 "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
                 "self.inv_freq is changed after __init__, at "},
+        // ... or writes into them by index.
+        Refusal{"written_by_index", "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
+                "    def clip(self, n):\n        self.inv_freq[n:] = 0.0\n\n"
+                "    @torch.no_grad()\n    def forward(self, x: torch.Tensor, position_ids",
+                "self.inv_freq is changed after __init__, at "},
         // A checkpoint may carry its own inv_freq, loaded after the tables were built.
         Refusal{"persistent", "self.register_buffer(\"inv_freq\", inv_freq, persistent=False)",
                 "self.register_buffer(\"inv_freq\", inv_freq)", "is a persistent buffer"},
