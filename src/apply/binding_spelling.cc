@@ -189,32 +189,85 @@ std::optional<std::string> moved_expression(const Origin& origin, const Spelling
   return text;
 }
 
-// The rank a `x.reshape(a, b, ...)` / `x.view((a, b, ...))` gives, when the
-// expression is one; 0 otherwise.
-size_t view_rank(const std::string& text) {
+// A view the model put on a bound tensor, read from the expression that
+// made it: `x.reshape(a, b, ...)` / `x.view((a, b, ...))` (rank: how many
+// sizes) or `x.unsqueeze(n)` / `x[:, :, None]` (unit_axis: the new axis).
+struct ViewOf {
+  size_t rank = 0;      // 0: no reshape with evident sizes
+  std::optional<int> unit_axis;  // the new unit axis as written (negative: from the back)
+  std::string receiver; // the viewed tensor, when it is a plain name
+};
+
+ViewOf view_of(const std::string& text) {
+  ViewOf out;
   try {
     auto parsed = frontend::parse_expression(text, "<binding>");
+    std::string_view src = text;
+    auto name_of = [&](const ast::expr* e) {
+      auto* n = ast::as<ast::Name>(e);
+      return n ? std::string(n->id) : std::string();
+    };
+    if (auto* sub = ast::as<ast::Subscript>(parsed->expr)) {
+      // x[:, :, None]: full slices, then one None.
+      auto* index = ast::as<ast::Tuple>(sub->slice);
+      if (!index) return out;
+      std::optional<int> axis;
+      for (size_t i = 0; i < index->elts.size; ++i) {
+        const ast::expr* e = index->elts[i];
+        auto* full = ast::as<ast::Slice>(e);
+        bool is_full = full && !full->lower && !full->upper && !full->step;
+        auto* none = ast::as<ast::Constant>(e);
+        bool is_none = none && src.substr(none->begin, none->end - none->begin) == "None";
+        if (is_none && i + 1 == index->elts.size) axis = static_cast<int>(i);
+        else if (!is_full) return out;
+      }
+      out.unit_axis = axis;
+      out.receiver = name_of(sub->value);
+      return out;
+    }
     auto* call = ast::as<ast::Call>(parsed->expr);
     auto* f = call ? ast::as<ast::Attribute>(call->func) : nullptr;
-    if (!f || (f->attr != "reshape" && f->attr != "view") || call->keywords.size != 0 || call->args.size == 0) return 0;
+    if (!f || call->keywords.size != 0 || call->args.size == 0) return out;
     for (const ast::expr* a : call->args)
-      if (ast::as<ast::Starred>(a)) return 0;
-    if (call->args.size == 1) {
-      if (auto* t = ast::as<ast::Tuple>(call->args[0])) return t->elts.size;
-      if (ast::as<ast::List>(call->args[0])) return ast::as<ast::List>(call->args[0])->elts.size;
-      return ast::as<ast::Constant>(call->args[0]) ? 1 : 0;  // a dtype or a size tuple held in a name: not evident
+      if (ast::as<ast::Starred>(a)) return out;
+    out.receiver = name_of(f->value);
+    if (f->attr == "unsqueeze") {
+      auto* c = call->args.size == 1 ? ast::as<ast::Constant>(call->args[0]) : nullptr;
+      auto* neg = call->args.size == 1 ? ast::as<ast::UnaryOp>(call->args[0]) : nullptr;
+      if (neg && neg->op == ast::unaryop::USub) c = ast::as<ast::Constant>(neg->operand);
+      std::string digits = c ? std::string(src.substr(c->begin, c->end - c->begin)) : "";
+      if (!digits.empty() && digits.size() < 3 &&
+          std::all_of(digits.begin(), digits.end(), [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); }))
+        out.unit_axis = neg ? -std::stoi(digits) : std::stoi(digits);
+      return out;
     }
-    return call->args.size;
+    if (f->attr != "reshape" && f->attr != "view") return out;
+    if (call->args.size == 1) {
+      if (auto* t = ast::as<ast::Tuple>(call->args[0])) out.rank = t->elts.size;
+      else if (auto* l = ast::as<ast::List>(call->args[0])) out.rank = l->elts.size;
+      else if (ast::as<ast::Constant>(call->args[0])) out.rank = 1;  // a dtype or a size tuple held in a name: not evident
+      return out;
+    }
+    out.rank = call->args.size;
   } catch (const std::exception&) {
-    return 0;
   }
+  return out;
 }
+
+// The grouped-query form of GQA among a chain's bindings: queries with heads
+// regrouped to [b, kv, group, s, d], keys and values given a unit group axis.
+struct GroupedForm {
+  std::vector<std::string> regrouped;  // parameters declared (B, N, S, D) bound to a 5-D regroup
+  std::vector<std::string> unit_axis;  // parameters declared (B, KVN, S, D) bound to x.unsqueeze(2)
+  std::string first_refusal;           // what the refusal says when the form is not complete
+};
 
 }  // namespace
 
 SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& r) {
   SpelledBindings out;
   std::map<std::pair<uint32_t, uint32_t>, int> moved_uses;  // a moved expression must be computed once
+  GroupedForm grouped;
   for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
     const auto& [param, text] = c.apply_bindings[i];
     Origin origin = i < c.apply_binding_origins.size() ? c.apply_binding_origins[i] : Origin{};
@@ -240,15 +293,30 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     }
     std::string why;
     if (std::optional<std::string> moved = moved_expression(origin, r, why)) {
-      if (auto d = r.declared_rank.find(param); d != r.declared_rank.end())
-        if (size_t rank = view_rank(*moved); rank && rank != d->second.first) {
-          out.refusal = fmt::format(
-              "{} is bound to `{}` ({}), a {}-D view, where the fused call takes {} as {}: the model reshapes it for its "
-              "own formulation (heads grouped per KV head, say); the call needs the tensor before that view; edit it by "
-              "hand",
-              param, *moved, line_at(*r.fn, origin.range.begin), rank, param, d->second.second);
-          return out;
+      if (auto d = r.declared_shape.find(param); d != r.declared_shape.end()) {
+        const std::vector<std::string>& axes = d->second;
+        ViewOf view = view_of(*moved);
+        size_t rank = view.unit_axis ? axes.size() + 1 : view.rank;
+        // The new axis counted from the front of the viewed result.
+        int unit_axis = !view.unit_axis ? -1 : *view.unit_axis < 0 ? *view.unit_axis + static_cast<int>(rank) : *view.unit_axis;
+        if (rank && rank != axes.size()) {
+          std::string refusal = fmt::format(
+              "{} is bound to `{}` ({}), a {}-D view, where the fused call takes {} as ({}): the model reshapes it for "
+              "its own formulation; the call needs the tensor before that view; edit it by hand",
+              param, *moved, line_at(*r.fn, origin.range.begin), rank, param, fmt::join(axes, ", "));
+          bool gqa_axes = axes.size() == 4 && axes[0] == "B" && axes[2] == "S" && axes[3] == "D";
+          bool regroup = gqa_axes && axes[1] == "N" && view.rank == 5 && !view.receiver.empty();
+          bool unit = gqa_axes && axes[1] == "KVN" && unit_axis == 2 && !view.receiver.empty();
+          if (!regroup && !unit) {
+            out.refusal = refusal;
+            return out;
+          }
+          (regroup ? grouped.regrouped : grouped.unit_axis).push_back(param);
+          if (grouped.first_refusal.empty()) grouped.first_refusal = refusal;
+          out.arguments[param] = view.receiver;
+          continue;
         }
+      }
       int& uses = moved_uses[{origin.range.begin, origin.range.end}];
       uses += r.replace ? reads_of(*r.replace, param) : 1;
       if (uses > 1) {
@@ -278,6 +346,16 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
                   : fmt::format("the value made at {}, but '{}' does not hold that value at {}", where, name, at);
     out.refusal = fmt::format("{} is bound to {}{}; edit it by hand", param, problem, why.empty() ? "" : " (" + why + ")");
     return out;
+  }
+  // The grouped views are read as GQA only together: regrouped queries
+  // against keys and values that each carry the unit group axis.
+  if (!grouped.regrouped.empty() || !grouped.unit_axis.empty()) {
+    size_t kv_declared = 0;
+    for (const auto& [param, axes] : r.declared_shape) kv_declared += axes.size() == 4 && axes[1] == "KVN" && out.arguments.count(param);
+    if (grouped.regrouped.empty() || grouped.unit_axis.size() != kv_declared) {
+      out.refusal = grouped.first_refusal;
+      out.arguments.clear();
+    }
   }
   return out;
 }

@@ -31,11 +31,15 @@ struct SpellingRequest {
   // rewrite hoists them), in source order: a name one of them assigns is
   // read where the last such statement ends.
   std::vector<std::pair<uint32_t, uint32_t>> hoisted;
-  // The rule's declared shape of each tensor parameter (RULE["inputs"]),
-  // written out: "(B, N, S, D)". A bound value the model made with a view of
-  // another rank (qwen3_like's query grouped to [b, kv, group, s, d]) is
-  // refused: the fused call needs the tensor before that view.
-  std::map<std::string, std::pair<size_t, std::string>> declared_rank;
+  // The rule's declared shape of each tensor parameter (RULE["inputs"]): its
+  // axes, ["B", "N", "S", "D"]. A bound value the model made with a view of
+  // another rank is refused (the fused call needs the tensor before that
+  // view), except the grouped-query form of GQA (qwen3_like): the query's
+  // heads regrouped per KV head, `q.reshape(b, kv, group, s, d)`, against
+  // keys and values with a unit group axis, `k.unsqueeze(2)`. Each of the
+  // group's query heads then reads its KV head, as the fused call's GQA
+  // does: the tensors before those views are passed.
+  std::map<std::string, std::vector<std::string>> declared_shape;
 };
 
 struct SpelledBindings {

@@ -1097,7 +1097,7 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
       if (auto shape = spec.find("shape"); shape != spec.end() && shape->is_array() && !shape->empty()) {
         std::vector<std::string> axes;
         for (const auto& axis : *shape) axes.push_back(axis.is_string() ? axis.get<std::string>() : axis.dump());
-        spelling.declared_rank[param] = {axes.size(), fmt::format("({})", fmt::join(axes, ", "))};
+        spelling.declared_shape[param] = std::move(axes);
       }
   for (size_t i = 0; i < first; ++i)
     if (placed != run.front() && folds.top_of(list[i]) == placed && list[i] != placed)

@@ -44,12 +44,14 @@ class CacheFinder {
   }
 
   void function(const ModelFile& file, const ast::FunctionDef* fn, const std::string& name) {
+    written_.clear();
     for (const ast::stmt* s : fn->body) {
       walk(s, [&](const ast::Node* n) {
         visit(file, name, n);
         return true;
       });
     }
+    whole_reads(file, fn, name);
   }
 
   const std::set<std::string>& called() const { return called_; }
@@ -63,6 +65,41 @@ class CacheFinder {
   }
 
   bool is_cache(std::string_view text) const { return any_receiver_ || names_cache(text); }
+
+  // After a write by index_copy_ or into a slice, the written tensor read
+  // as a whole (not as the base of a subscript or an attribute): the
+  // function hands on every slot of the buffer. Reported once per function.
+  // A read as the receiver of a method counts, except `.shape`-like queries
+  // and the in-place writes.
+  void whole_reads(const ModelFile& file, const ast::FunctionDef* fn, const std::string& name) {
+    if (written_.empty()) return;
+    std::set<const ast::Node*> based;  // the value of a subscript or an attribute
+    const ast::Node* found = nullptr;
+    for (const ast::stmt* s : fn->body)
+      walk(s, [&](const ast::Node* n) {
+        if (const auto* sub = as<ast::Subscript>(n)) based.insert(sub->value);
+        // `.shape` and in-place writes do not hand the buffer on; any other
+        // method (`.transpose(...)`, `.float()`) reads it whole.
+        static const std::set<std::string_view> not_reads = {"shape", "size", "dtype", "device", "ndim", "dim",
+                                                              "index_copy_", "index_put_", "copy_", "scatter_",
+                                                              "zero_", "fill_"};
+        if (const auto* at = as<ast::Attribute>(n); at && not_reads.count(at->attr)) based.insert(at->value);
+        return true;
+      });
+    for (const ast::stmt* s : fn->body)
+      walk(s, [&](const ast::Node* n) {
+        if (found || !(as<ast::Name>(n) || as<ast::Attribute>(n) || as<ast::Subscript>(n)) || based.count(n)) return !found;
+        if (const auto* nm = as<ast::Name>(n); nm && nm->ctx != ast::expr_context::Load) return true;
+        if (const auto* sub = as<ast::Subscript>(n); sub && sub->ctx != ast::expr_context::Load) return true;
+        std::string_view text = file.text_of(n);
+        for (const auto& [base, after] : written_)
+          if (n->begin >= after && text == base) found = n;
+        return !found;
+      });
+    if (!found) return;
+    SourceSpan where = file.span_of(found);
+    out_.accesses.push_back(CacheAccess{name, where, "whole_read", first_line(file.text_of(found)), ""});
+  }
 
   void visit(const ModelFile& file, const std::string& fn, const ast::Node* n) {
     if (const auto* nm = as<ast::Name>(n)) {
@@ -78,8 +115,10 @@ class CacheFinder {
       for (const ast::keyword* k : c->keywords) all_args += std::string(file.text_of(k->value)) + " ";
       if (at && at->attr == "update" && names_cache(receiver) && c->args.size >= 2) add(file, fn, n, "cache_update", "");
       if ((callee == "torch.cat" || callee == "torch.concat") && is_cache(all_args)) add(file, fn, n, "cat_growth", "");
-      if (at && (at->attr == "index_copy_" || at->attr == "index_put_") && is_cache(receiver) && c->args.size >= 2)
+      if (at && (at->attr == "index_copy_" || at->attr == "index_put_") && is_cache(receiver) && c->args.size >= 2) {
         add(file, fn, n, "index_copy", std::string(file.text_of(c->args[at->attr == "index_copy_" ? 1 : 0])));
+        written_.emplace_back(receiver, n->end);
+      }
       if (contains(all_args, "slot_mapping")) add(file, fn, n, "slot_mapping", "slot_mapping");
       if (contains(all_args, "block_table")) add(file, fn, n, "block_table", "");
     }
@@ -95,8 +134,12 @@ class CacheFinder {
       std::string base(file.text_of(sub->value));
       std::string index(file.text_of(sub->slice));
       if (is_cache(base)) {
-        if (contains(index, "slot_mapping")) add(file, fn, n, "slot_mapping", index);
-        else add(file, fn, n, "slice_write", index);
+        if (contains(index, "slot_mapping")) {
+          add(file, fn, n, "slot_mapping", index);
+        } else {
+          add(file, fn, n, "slice_write", index);
+          written_.emplace_back(base, n->end);
+        }
       }
     }
   }
@@ -105,9 +148,18 @@ class CacheFinder {
   std::set<std::string> called_;
   bool slot_seen_ = false;
   bool any_receiver_ = false;
+  // In the function being read: the tensors written by index_copy_ or into a
+  // slice (as written), each with the byte after the write.
+  std::vector<std::pair<std::string, uint32_t>> written_;
 };
 
 }  // namespace
+
+const CacheAccess* CacheOrganisation::whole_read() const {
+  for (const CacheAccess& a : accesses)
+    if (a.mechanism == "whole_read") return &a;
+  return nullptr;
+}
 
 CacheOrganisation find_kv_cache(const SourceSet& sources, const std::vector<const ClassDecl*>& module_classes) {
   CacheOrganisation out;

@@ -38,10 +38,23 @@ const std::vector<model::BlockChains>* block_chains(const Inv& inventory) {
 
 // What the code says about the KV cache, as the facts constraints use.
 void add_cache_facts(const model::CacheOrganisation& cache, check::FactSet& facts) {
-  if (facts.find("paged")) return;  // the deployment file said it
   std::string where = cache.accesses.empty() ? "" : " at " + cache.accesses.front().where.str();
-  if (cache.organisation == "paged") facts.set("paged", true, "code: paged KV cache" + where);
-  else if (cache.organisation == "contiguous") facts.set("paged", false, "code: contiguous KV cache" + where);
+  if (!facts.find("paged")) {  // else the deployment file said it
+    if (cache.organisation == "paged") facts.set("paged", true, "code: paged KV cache" + where);
+    else if (cache.organisation == "contiguous") facts.set("paged", false, "code: contiguous KV cache" + where);
+  }
+  // Whether attention is given a preallocated cache buffer whole, unwritten
+  // slots included. Known from the code only where the cache's own code is
+  // in the analysed files; an opaque Cache.update leaves it to the user.
+  if (facts.find("kv_read_whole_buffer") || cache.organisation != "contiguous") return;
+  if (const model::CacheAccess* whole = cache.whole_read()) {
+    facts.set("kv_read_whole_buffer", true,
+              fmt::format("code: {} hands on the cache buffer whole (`{}` at {})", whole->function, whole->text, whole->where.str()));
+  } else if (cache.write_index == "append") {
+    facts.set("kv_read_whole_buffer", false, "code: the cache grows by the new keys" + where);
+  } else if (cache.write_index == "position") {
+    facts.set("kv_read_whole_buffer", false, "code: the cache is written by position and read through slices" + where);
+  }
 }
 
 // The layout at the first attention core the sub-chains read, if any.

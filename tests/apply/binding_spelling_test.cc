@@ -19,10 +19,10 @@ using testing::ScratchDir;
 
 // Writes `model` as dir/model.py with a small config, analyses it, and
 // makes every patch the plan allows.
-PatchSet patches_of(const ScratchDir& dir, const std::string& model) {
+PatchSet patches_of(const ScratchDir& dir, const std::string& model,
+                    const std::string& config = R"({"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32, "torch_dtype": "bfloat16"})") {
   write_file_atomic(dir.file("model.py"), model);
-  write_file_atomic(dir.file("config.json"),
-                    R"({"hidden_size": 64, "num_attention_heads": 2, "head_dim": 32, "torch_dtype": "bfloat16"})");
+  write_file_atomic(dir.file("config.json"), config);
   plan::AnalyzeOptions o;
   o.paths = {dir.file("model.py")};
   o.config = dir.file("config.json");
@@ -273,6 +273,79 @@ TEST(BindingSpelling, NameOfTheMergeAfterAnIfIsUsed) {
   ASSERT_TRUE(applied_at(set, "norm.rms_norm", 9)) << listed(set);
   EXPECT_NE(set.files.at(0).patched.find("return torch_npu.npu_rms_norm(x, weight, epsilon=1e-6)[0]"), std::string::npos)
       << set.files.at(0).patched;
+}
+
+// Grouped-query attention written with the query's heads regrouped per KV
+// head against keys and values with a unit group axis (qwen3_like's form);
+// `key_view` is how the key gets that axis.
+std::string grouped_attention(const std::string& key_view) {
+  return "import math\n"
+         "import torch\n"
+         "import torch.nn as nn\n"
+         "\n"
+         "\n"
+         "class GroupedAttention(nn.Module):\n"
+         "    def __init__(self, hidden, heads, kv_heads, head_dim):\n"
+         "        super().__init__()\n"
+         "        self.n_heads = heads\n"
+         "        self.n_kv_heads = kv_heads\n"
+         "        self.head_dim = head_dim\n"
+         "        self.q_proj = nn.Linear(hidden, heads * head_dim, bias=False)\n"
+         "        self.k_proj = nn.Linear(hidden, kv_heads * head_dim, bias=False)\n"
+         "        self.v_proj = nn.Linear(hidden, kv_heads * head_dim, bias=False)\n"
+         "        self.o_proj = nn.Linear(heads * head_dim, hidden, bias=False)\n"
+         "\n"
+         "    def forward(self, x):\n"
+         "        bsz, q_len, _ = x.shape\n"
+         "        q = self.q_proj(x).view(bsz, q_len, self.n_heads, self.head_dim).transpose(1, 2)\n"
+         "        k = self.k_proj(x).view(bsz, q_len, self.n_kv_heads, self.head_dim).transpose(1, 2)\n"
+         "        v = self.v_proj(x).view(bsz, q_len, self.n_kv_heads, self.head_dim).transpose(1, 2)\n"
+         "        mask = torch.full((q_len, q_len), float(\"-inf\")).triu(1)\n"
+         "        group = self.n_heads // self.n_kv_heads\n"
+         "        q = q.reshape(bsz, self.n_kv_heads, group, q_len, self.head_dim)\n"
+         "        scores = torch.matmul(q, " + key_view + ".transpose(-1, -2)) / math.sqrt(self.head_dim)\n"
+         "        scores = scores + mask\n"
+         "        probs = torch.softmax(scores.float(), dim=-1).type_as(q)\n"
+         "        out = torch.matmul(probs, v[:, :, None])\n"
+         "        out = out.reshape(bsz, self.n_heads, q_len, self.head_dim).transpose(1, 2).reshape(bsz, q_len, -1)\n"
+         "        return self.o_proj(out)\n";
+}
+
+constexpr const char* kGqaConfig =
+    R"({"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "torch_dtype": "bfloat16"})";
+
+// Each query head of a group reads its group's KV head, which is FIA's GQA:
+// the call gets the tensors before the views, and the model's reshape of the
+// result back to [bsz, heads, s, d] reads FIA's output as it is.
+TEST(BindingSpelling, GroupedQueryFormPassesTheTensorsBeforeTheViews) {
+  ScratchDir dir("spell_grouped");
+  PatchSet set = patches_of(dir, grouped_attention("k.unsqueeze(2)"), kGqaConfig);
+  ASSERT_TRUE(applied_at(set, "attention.fia_prefill", 24)) << listed(set);
+  const std::string& patched = set.files.at(0).patched;
+  EXPECT_NE(patched.find("npu_fused_infer_attention_score(\n            q, k, v, num_heads="), std::string::npos) << patched;
+  EXPECT_EQ(patched.find("unsqueeze(2)"), std::string::npos) << patched;
+  EXPECT_EQ(patched.find("v[:, :, None]"), std::string::npos) << patched;
+}
+
+// The unit axis counted from the back is the same axis.
+TEST(BindingSpelling, GroupedQueryFormReadsANegativeUnitAxis) {
+  ScratchDir dir("spell_grouped_negative");
+  PatchSet set = patches_of(dir, grouped_attention("k.unsqueeze(-3)"), kGqaConfig);
+  ASSERT_TRUE(applied_at(set, "attention.fia_prefill", 24)) << listed(set);
+  EXPECT_NE(set.files.at(0).patched.find("q, k, v, num_heads="), std::string::npos) << set.files.at(0).patched;
+}
+
+// A key with its new axis elsewhere (before the KV heads) is not the grouped
+// form: its 5-D view is refused, naming both shapes.
+TEST(BindingSpelling, GroupedQueryAgainstAKeyWithAnotherNewAxisIsRefused) {
+  ScratchDir dir("spell_grouped_other_axis");
+  PatchSet set = patches_of(dir, grouped_attention("k[:, None]"), kGqaConfig);
+  EXPECT_FALSE(applied_at(set, "attention.fia_prefill", 24)) << listed(set);
+  std::string why;
+  for (const ManualStep& m : set.manual)
+    if (m.candidate.rfind("attention.fia_prefill@", 0) == 0) why = m.what;
+  EXPECT_NE(why.find("key is bound to `k[:, None]`"), std::string::npos) << listed(set);
+  EXPECT_NE(why.find("a 5-D view, where the fused call takes key as (B, KVN, S, D)"), std::string::npos) << why;
 }
 
 }  // namespace

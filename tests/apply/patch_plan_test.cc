@@ -287,24 +287,3 @@ TEST(PatchPlan, AnAppliedAlternativeLeavesNoManualStepForThePreferredOne) {
 
 }  // namespace
 }  // namespace npufuse::apply
-
-namespace npufuse::apply {
-namespace {
-
-// qwen3_like groups the query's heads itself (`q.reshape(bsz, kv, group, q_len, d)`)
-// before its score matmul: FIA takes the 4-D query, so the rewrite is refused
-// naming the view's rank and the shape the call needs.
-TEST(PatchPlan, ABindingTheModelReshapesToAnotherRankIsRefusedWithBothShapes) {
-  ScratchDir dir("grouped_query");
-  PatchSet set = make_patches(PatchRequest{testing::plan_for_model_copy(dir, "qwen3_like"), {}, {}});
-  std::string why;
-  for (const ManualStep& m : set.manual)
-    if (m.candidate.rfind("attention.fia_prefill@", 0) == 0) why = m.what;
-  EXPECT_NE(why.find("query is bound to `q.reshape(bsz, self.n_kv_heads, group, q_len, self.head_dim)`"), std::string::npos)
-      << why;
-  EXPECT_NE(why.find("a 5-D view, where the fused call takes query as (B, N, S, D)"), std::string::npos) << why;
-  EXPECT_FALSE(has_prefix(set.applied, "attention.fia_prefill@"));
-}
-
-}  // namespace
-}  // namespace npufuse::apply

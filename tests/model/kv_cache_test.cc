@@ -38,6 +38,52 @@ TEST(KvCache, Qwen3StaticCacheWritesByPosition) {
   EXPECT_EQ(count(m->inv.kv_cache, "index_copy"), 2);
 }
 
+// StaticKVCache.update returns the preallocated buffers it wrote into, and
+// gemma_style attends over its buffers: every slot goes to attention.
+TEST(KvCache, PreallocatedBuffersHandedOnWholeAreFound) {
+  auto qwen = load_model("qwen3_like", false);
+  const CacheAccess* whole = qwen->inv.kv_cache.whole_read();
+  ASSERT_NE(whole, nullptr);
+  EXPECT_EQ(whole->function, "StaticKVCache.update");
+  EXPECT_EQ(whole->text, "k_out");
+  EXPECT_EQ(whole->where.line, 93);
+  auto gemma = load_model("gemma_style", false);
+  ASSERT_NE(gemma->inv.kv_cache.whole_read(), nullptr);
+  EXPECT_EQ(gemma->inv.kv_cache.whole_read()->function, "GemmaAttention.forward");
+  // Read back through slices up to the valid length, or grown by cat: no.
+  EXPECT_EQ(load_model("deepseek_v3_like", false)->inv.kv_cache.whole_read(), nullptr);
+  EXPECT_EQ(load_model("llama_like", false)->inv.kv_cache.whole_read(), nullptr);
+}
+
+TEST(KvCache, WholeReadNeedsAReadAfterTheWriteNotThroughASubscript) {
+  SourceSet s = SourceSet::from_texts({{"m.py", R"(import torch
+from torch import nn
+class Attn(nn.Module):
+    def forward(self, q, k, v, start_pos, end_pos):
+        full = self.k_cache
+        self.k_cache[:, start_pos:end_pos] = k
+        keys = self.k_cache[:, :end_pos]
+        return torch.matmul(q, keys.transpose(-1, -2)), self.k_cache.shape
+class Attn2(nn.Module):
+    def forward(self, q, k, pos):
+        self.v_cache[:, pos] = k
+        return torch.matmul(q, self.v_cache.transpose(-1, -2))
+class Attn3(nn.Module):
+    def forward(self, q, k, pos):
+        self.kv_cache.index_copy_(1, pos, k)
+        return attend(q, self.kv_cache)
+)"}});
+  ModelConfig cfg;
+  Inventory inv = build_inventory(s, cfg);
+  std::vector<std::string> whole;
+  for (const CacheAccess& a : inv.kv_cache.accesses)
+    if (a.mechanism == "whole_read") whole.push_back(a.function + ":" + std::to_string(a.where.line));
+  // Attn reads the buffer only through a slice and its shape (the read
+  // before the write does not count); Attn2's `.transpose` and Attn3's
+  // argument take it whole.
+  EXPECT_EQ(whole, (std::vector<std::string>{"Attn2.forward:12", "Attn3.forward:16"})) << ::testing::PrintToString(whole);
+}
+
 TEST(KvCache, VllmIsPagedBySlotMapping) {
   auto m = load_model("vllm_style", false);
   EXPECT_EQ(m->inv.kv_cache.organisation, "paged");
