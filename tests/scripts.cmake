@@ -112,6 +112,12 @@ add_test(NAME apply_verify_model_too_large
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case killed)
 set_tests_properties(apply_verify_model_too_large PROPERTIES TIMEOUT 900)
+# A package's model file (relative imports): the user's functions are run with stand-ins
+# for those imports; a helper that rebinds a bound parameter is checked by its rule cut.
+add_test(NAME apply_verify_package_file
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case package)
+set_tests_properties(apply_verify_package_file PROPERTIES TIMEOUT 900)
 foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
                qwen3_moe_like vllm_style)
   add_test(NAME apply_verify_${_model}

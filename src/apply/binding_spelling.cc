@@ -327,6 +327,13 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
       out.arguments[param] = prefix.empty() ? *moved : prefix + "(" + *moved + ")";
       continue;
     }
+    if (std::string constant = origin.kind == Origin::Kind::Expression && origin.range.file == r.fn->file->path
+                                   ? class_constant(*r.fn, origin.range.begin, origin.range.end)
+                                   : "";
+        !constant.empty()) {
+      out.arguments[param] = prefix.empty() ? constant : prefix + "(" + constant + ")";
+      continue;
+    }
     // The name the chain's op reads after casts outside the chain, where it
     // holds that value (the caller's `q_pe` for a rotary helper's unnamed or
     // local result).

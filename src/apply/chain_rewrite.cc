@@ -418,7 +418,8 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
 // A statement between the chain's statements that only prepares a value for
 // the chain's later statements (GPT-J's `mask_value = torch.tensor(finfo(
 // attn_weights.dtype).min, ...)` for the select the fused op replaces): one
-// name assigned, read only by ops of the chain (in its later statements) and
+// name assigned (or several unpacked from one value), each read only by ops
+// of the chain (in its later statements) and
 // by no other statement in between, and no in-place call or call of the
 // module's own attributes (a submodule's work is not a value to drop). It goes
 // with the chain; a read of its name after the run refuses the rewrite as for
@@ -429,8 +430,21 @@ bool independent_of_chain(const std::vector<const ast::stmt*>& list, size_t firs
 bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, size_t i, const std::vector<bool>& touched,
                       const std::vector<std::pair<uint32_t, uint32_t>>& ops, const std::set<size_t>& prep) {
   auto* a = ast::as<ast::Assign>(list[i]);
-  auto* target = a && a->targets.size == 1 ? ast::as<ast::Name>(a->targets[0]) : nullptr;
-  if (!target) return false;
+  if (!a || a->targets.size != 1) return false;
+  // One name, or names unpacked from one value (DeepSeek-V3's
+  // `b, h, s, d = k.shape` before k's de-interleave view).
+  std::vector<std::string> names;
+  if (auto* target = ast::as<ast::Name>(a->targets[0])) names.emplace_back(target->id);
+  const frontend::Span<ast::expr*>* elts = nullptr;
+  if (auto* t = ast::as<ast::Tuple>(a->targets[0])) elts = &t->elts;
+  if (auto* l = ast::as<ast::List>(a->targets[0])) elts = &l->elts;
+  if (elts)
+    for (const ast::expr* e : *elts) {
+      auto* n = ast::as<ast::Name>(e);
+      if (!n) return false;
+      names.emplace_back(n->id);
+    }
+  if (names.empty()) return false;
   bool acts = false;
   model::walk(a->value, [&](const ast::Node* x) {
     if (auto* call = ast::as<ast::Call>(x)) {
@@ -445,27 +459,27 @@ bool feeds_only_chain(const std::vector<const ast::stmt*>& list, size_t last, si
     return !acts;
   });
   if (acts) return false;
-  const std::string name(target->id);
   bool read_by_chain = false;
-  for (size_t j = i + 1; j <= last; ++j) {
-    if (!names_in(list[j], ast::expr_context::Load).count(name)) continue;
-    if (prep.count(j)) {
+  for (const std::string& name : names)
+    for (size_t j = i + 1; j <= last; ++j) {
+      if (!names_in(list[j], ast::expr_context::Load).count(name)) continue;
+      if (prep.count(j)) {
+        read_by_chain = true;
+        continue;
+      }
+      if (!touched[j]) return false;
+      bool outside_ops = false;
+      model::walk(list[j], [&](const ast::Node* x) {
+        auto* n = ast::as<ast::Name>(x);
+        if (n && n->ctx == ast::expr_context::Load && n->id == name)
+          outside_ops = outside_ops || std::none_of(ops.begin(), ops.end(), [&](const auto& op) {
+                          return op.first <= n->begin && n->end <= op.second;
+                        });
+        return !outside_ops;
+      });
+      if (outside_ops) return false;
       read_by_chain = true;
-      continue;
     }
-    if (!touched[j]) return false;
-    bool outside_ops = false;
-    model::walk(list[j], [&](const ast::Node* x) {
-      auto* n = ast::as<ast::Name>(x);
-      if (n && n->ctx == ast::expr_context::Load && n->id == name)
-        outside_ops = outside_ops || std::none_of(ops.begin(), ops.end(), [&](const auto& op) {
-                        return op.first <= n->begin && n->end <= op.second;
-                      });
-      return !outside_ops;
-    });
-    if (outside_ops) return false;
-    read_by_chain = true;
-  }
   return read_by_chain;
 }
 

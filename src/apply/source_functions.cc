@@ -1,8 +1,11 @@
 #include "apply/source_functions.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <vector>
 
+#include "frontend/parser.h"
 #include "model/ast_walk.h"
 #include "model/function_index.h"
 
@@ -207,6 +210,56 @@ std::set<std::string> parameter_names(const ast::FunctionDef& fn) {
   for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));
   for (const ast::arg* a : fn.args->kwonlyargs) out.insert(std::string(a->arg));
   return out;
+}
+
+// class_constant: an expression of another method of fn's class that reads nothing but the
+// module's attributes which only __init__ sets, through builtins such as
+// len (DeepSeek-V3's `num_classes=len(self.experts)` in the `moe` method the
+// forward calls): it has the same value anywhere in the class's methods, so
+// it is spelt as written in fn. Empty when it is not one.
+std::string class_constant(const FunctionAt& fn, uint32_t begin, uint32_t end) {
+  if (!fn.is_method) return "";
+  std::optional<FunctionAt> holder = function_around(*fn.file, begin, end);
+  if (!holder || !holder->is_method || holder->fn == fn.fn) return "";
+  std::string cls = fn.qualified.substr(0, fn.qualified.find('.'));
+  if (holder->qualified.substr(0, holder->qualified.find('.')) != cls) return "";
+  const ast::ClassDef* owner = class_named(*fn.file, cls);
+  std::string self = first_param(*fn.fn);
+  if (!owner || self.empty() || first_param(*holder->fn) != self) return "";
+  static const std::set<std::string> builtins = {"len", "int", "float", "min", "max", "abs"};
+  std::string_view source = fn.file->parsed->source.text();
+  std::string text(source.substr(begin, end - begin));
+  bool plain = true;
+  std::set<std::string> attributes;
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    model::walk(parsed->expr, [&](const ast::Node* x) {
+      if (auto* call = ast::as<ast::Call>(x)) {
+        auto* f = ast::as<ast::Name>(call->func);
+        if (!f || !builtins.count(std::string(f->id)) || call->keywords.size) plain = false;
+      } else if (auto* at = ast::as<ast::Attribute>(x)) {
+        // Only `self.<attr>`: a deeper chain reads something the attribute holds.
+        if (is_name(at->value, self)) attributes.insert(std::string(at->attr));
+        else plain = false;
+        return false;
+      } else if (auto* n = ast::as<ast::Name>(x)) {
+        if (n->id != self && !builtins.count(std::string(n->id))) plain = false;
+      } else if (!ast::as<ast::Constant>(x) && !ast::as<ast::BinOp>(x)) {
+        plain = false;
+      }
+      return plain;
+    });
+  } catch (const std::exception&) {
+    return "";
+  }
+  if (!plain || attributes.empty()) return "";
+  for (const ast::stmt* s : owner->body) {
+    auto* method = ast::as<ast::FunctionDef>(s);
+    if (!method || method->name == "__init__") continue;
+    for (const std::string& attr : attributes)
+      if (changes_attribute(*method, attr)) return "";
+  }
+  return text;
 }
 
 }  // namespace npufuse::apply

@@ -88,4 +88,12 @@ std::set<std::string> tables_holding(const model::SourceSet& sources, const std:
 std::set<std::string> names_holding(const frontend::ast::Node* scope, const std::string& name,
                                     const std::set<std::string>& tables);
 
+// The text of bytes [begin, end) of fn's file when they are an expression of
+// another method of fn's class that reads only the module's attributes no
+// method but __init__ sets, through builtins such as len (DeepSeek-V3's
+// `len(self.experts)` in the `moe` method its forward calls): the same value
+// anywhere in the class's methods, so fn may spell it as written. Empty
+// otherwise.
+std::string class_constant(const FunctionAt& fn, uint32_t begin, uint32_t end);
+
 }  // namespace npufuse::apply

@@ -96,7 +96,22 @@ std::string range_text(int start0, int count) {
 std::string unified_diff(const std::string& shown_path, const std::string& original, const std::vector<Edit>& sorted) {
   if (sorted.empty()) return "";
   std::vector<std::string> old_lines = split_lines(original);
-  std::vector<Region> regions = regions_of(original, sorted);
+  std::vector<Region> regions;
+  // A region's first and last lines that the edits leave as they were (an
+  // edit widened to whole lines often ends on one: an argument inserted
+  // after `**kwargs,`) are context, not a removal and the same line added.
+  for (Region& g : regions_of(original, sorted)) {
+    while (g.first < g.last && !g.lines.empty() && old_lines[static_cast<size_t>(g.first)] == g.lines.front()) {
+      ++g.first;
+      g.lines.erase(g.lines.begin());
+    }
+    while (g.first < g.last && !g.lines.empty() && old_lines[static_cast<size_t>(g.last - 1)] == g.lines.back()) {
+      --g.last;
+      g.lines.pop_back();
+    }
+    if (g.first < g.last || !g.lines.empty()) regions.push_back(std::move(g));
+  }
+  if (regions.empty()) return "";
   const int n = static_cast<int>(old_lines.size());
 
   std::string out = fmt::format("diff --git a/{0} b/{0}\n--- a/{0}\n+++ b/{0}\n", shown_path);

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "check/evaluate.h"
 #include "check/expr.h"
@@ -20,8 +22,17 @@ std::optional<std::string> rule_withheld(const rules::Rule& rule, const check::F
   }
   check::Partial value = check::evaluate(*condition, facts);
   if (!value.known()) {
-    return fmt::format("it applies only when {}, and {} is not known (give it, e.g. --quant w8a8, to see it)",
-                       rule.when, fmt::join(value.missing, ", "));
+    // How each missing fact is given: its analyze flag, else the deployment file.
+    static const std::map<std::string, std::string> flags = {
+        {"quant", "--quant w8a8"}, {"ep", "--ep 8"}, {"tp", "--tp 2"}, {"dp", "--dp 2"},
+        {"chip", "--chip A2"},     {"stage", "--stage decode"}};
+    std::vector<std::string> how;
+    for (const std::string& fact : value.missing) {
+      auto flag = flags.find(fact);
+      how.push_back(flag != flags.end() ? "e.g. " + flag->second : fmt::format("`{} = ...` in a --deploy file", fact));
+    }
+    return fmt::format("it applies only when {}, and {} is not known (give it, {}, to see it)", rule.when,
+                       fmt::join(value.missing, ", "), fmt::join(how, "; "));
   }
   if (value.value->is_bool() && value.value->as_bool()) return std::nullopt;
   // Name the facts the condition read, so the note says what the model is.

@@ -70,8 +70,12 @@ nlohmann::ordered_json HarnessSpec::to_json() const {
   return j;
 }
 
-std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, const std::string& rule_module) {
+std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, const std::string& rule_module,
+                                                bool declares_rope_size) {
   bool moe = rule_module.rfind("moe", 0) == 0;
+  // A RoPE rule's D is the rotated width (DeepSeek's 64 of a 192 head),
+  // unless the rule names that width R beside the whole head's D.
+  bool rotated = rule_module == "rope" && !declares_rope_size;
   // The indexer has its own heads and head dim (DeepSeek-V3.2: 64 x 128
   // beside the attention's 128 x 192).
   bool indexer = rule_module == "indexer";
@@ -79,13 +83,15 @@ std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, con
       {"H", {"hidden_size"}},
       {"I", moe ? std::vector<std::string>{"moe_intermediate_size", "intermediate_size"}
                 : std::vector<std::string>{"intermediate_size"}},
-      {"D", indexer ? std::vector<std::string>{"index_head_dim"} : std::vector<std::string>{"head_dim"}},
+      {"D", indexer   ? std::vector<std::string>{"index_head_dim"}
+            : rotated ? std::vector<std::string>{"rope_dim", "head_dim"}
+                      : std::vector<std::string>{"head_dim"}},
       {"N", indexer ? std::vector<std::string>{"index_n_heads"} : std::vector<std::string>{"num_heads"}},
       {"KVN", {"num_kv_heads"}},
       {"E", {"expert_num"}},
       {"K", {"top_k"}},
       {"C", {"kv_lora_rank"}},
-      {"R", {"qk_rope_head_dim"}},
+      {"R", {"qk_rope_head_dim", "rope_dim"}},
       {"Q", {"q_lora_rank"}},
       {"G", {"group_count"}},
   };

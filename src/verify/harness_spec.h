@@ -41,9 +41,13 @@ struct HarnessSpec {
 // The configured value of each size name a rule may use: H hidden_size,
 // I intermediate_size (moe_intermediate_size for moe rules), D head_dim,
 // N num_heads, KVN num_kv_heads, E expert_num, K top_k, C kv_lora_rank,
-// G group_count; for indexer rules D index_head_dim and N index_n_heads.
-// Only names the facts give are returned.
-std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, const std::string& rule_module);
+// G group_count, R the rotated width (qk_rope_head_dim, else rope_dim); for
+// indexer rules D index_head_dim and N index_n_heads; for RoPE rules D the
+// rotated width (rope_dim, else head_dim) unless the rule declares R
+// (`declares_rope_size`: D is then the whole head). Only names the facts
+// give are returned.
+std::map<std::string, int64_t> configured_sizes(const check::FactSet& facts, const std::string& rule_module,
+                                                bool declares_rope_size = false);
 
 struct ChosenSizes {
   std::map<std::string, int64_t> sizes;

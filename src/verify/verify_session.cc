@@ -101,7 +101,8 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
   if (!rule || !rule->file) throw std::runtime_error(fmt::format("{}: rule {} is not loaded", c.id, c.rule));
   spec.rule_file = rule_copy(*rule);
 
-  std::map<std::string, int64_t> configured = configured_sizes(analysis_.plan.facts, rule->module);
+  bool declares_r = rule->literal.contains("sizes") && rule->literal["sizes"].is_object() && rule->literal["sizes"].contains("R");
+  std::map<std::string, int64_t> configured = configured_sizes(analysis_.plan.facts, rule->module, declares_r);
   ChosenSizes chosen = choose_sizes(rule->literal, configured, options_.batch, options_.seq, options_.max_elements);
   spec.sizes = chosen.sizes;
   spec.sizes_note = chosen.note;
@@ -132,6 +133,28 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
   if (!missing.empty()) {
     spec.cut_note = "function cut not used: " + missing;
     return spec;
+  }
+  // The harness hands a value to the function's parameter of the bound name:
+  // that is the bound value only when the chain reads the parameter as it
+  // came in (DeepSeek-V3's `cos = cos.unsqueeze(1)` before the rotation
+  // binds the name to another value, of another shape).
+  // A value made inside the function is not what its caller passes.
+  {
+    std::set<std::string> params = apply::parameter_names(*fn->fn);
+    for (size_t i = 0; i < c.apply_bindings.size() && i < c.apply_binding_origins.size(); ++i) {
+      const std::string& param = c.apply_bindings[i].first;
+      auto spelt = arguments.find(param);
+      if (spelt == arguments.end() || !params.count(spelt->second)) continue;
+      const plan::Candidate::BindingOrigin& origin = c.apply_binding_origins[i];
+      bool inside = origin.kind != plan::Candidate::BindingOrigin::Kind::Parameter && origin.range.file == out.file &&
+                    fn->fn->body[0]->begin <= origin.range.begin && origin.range.end <= fn->fn->end;
+      if (inside) {
+        spec.cut_note = fmt::format(
+            "function cut not used: {} is bound to the value {} makes at {}:{}, not to its parameter {}", param,
+            fn->qualified, out.file, file->parsed->source.line_col(origin.range.begin).line, spelt->second);
+        return spec;
+      }
+    }
   }
   spec.cut = FunctionCut{absolute_path(out.file), absolute_path(copy->second), fn->qualified, arguments};
   return spec;

@@ -497,5 +497,45 @@ TEST(ChainStatements, WeightsTheLayerReadsKeepTheChainByHand) {
   EXPECT_NE(listed(set).find("keep_intermediate"), std::string::npos) << listed(set);
 }
 
+// DeepSeek-V3's interleaved RoPE helper reads each tensor's shape into the
+// same names before de-interleaving it: `b, h, s, d = k.shape` between the
+// query's view and the key's prepares only the key's view, so it goes with
+// the chain, and nothing after the chain reads those names.
+TEST(ChainStatements, ShapeNamesUnpackedForTheChainGoWithIt) {
+  ScratchDir dir("unpacked_prep");
+  PatchSet set = testing::patches_for_text(dir,
+                                           "import torch\n"
+                                           "\n"
+                                           "\n"
+                                           "def swap_halves(x):\n"
+                                           "    first = x[..., : x.shape[-1] // 2]\n"
+                                           "    second = x[..., x.shape[-1] // 2 :]\n"
+                                           "    return torch.cat((-second, first), dim=-1)\n"
+                                           "\n"
+                                           "\n"
+                                           "def rope_pairs(q, k, cos, sin):\n"
+                                           "    cos = cos.unsqueeze(1)\n"
+                                           "    sin = sin.unsqueeze(1)\n"
+                                           "    b, h, s, d = q.shape\n"
+                                           "    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)\n"
+                                           "    b, h, s, d = k.shape\n"
+                                           "    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)\n"
+                                           "    q_out = (q * cos) + (swap_halves(q) * sin)\n"
+                                           "    k_out = (k * cos) + (swap_halves(k) * sin)\n"
+                                           "    return q_out, k_out\n"
+                                           "\n"
+                                           "\n"
+                                           "class Attention(torch.nn.Module):\n"
+                                           "    def forward(self, q_rot, k_rot, cos, sin):\n"
+                                           "        q_rot, k_rot = rope_pairs(q_rot, k_rot, cos, sin)\n"
+                                           "        return q_rot * 2, k_rot * 2\n");
+  ASSERT_TRUE(applied(set, "rope.rope_deinterleave_half")) << listed(set);
+  const std::string& patched = set.files[0].patched;
+  EXPECT_NE(patched.find("npu_interleave_rope(q, cos, sin), torch_npu.npu_interleave_rope(k, cos, sin)"),
+            std::string::npos) << patched;
+  EXPECT_EQ(patched.find("k.shape"), std::string::npos) << patched;
+  EXPECT_NE(patched.find("    b, h, s, d = q.shape\n"), std::string::npos) << patched;  // before the chain: stays
+}
+
 }  // namespace
 }  // namespace npufuse::apply

@@ -69,6 +69,20 @@ TEST(UnifiedDiff, InsertionAtALineStartRemovesNothing) {
   expect_git_agrees(text, {Edit{"m.py", 13, 13, "import torch_npu\n", ""}, Edit{"m.py", at, at + 5, "x = 2", "c"}});
 }
 
+// An edit that rewrites a line as it was (a keyword inserted after
+// `**kwargs,` by replacing that text) shows the line as context.
+TEST(UnifiedDiff, LinesAnEditLeavesAsTheyWereAreContext) {
+  std::string text = "f(\n    a,\n    **kwargs,\n)\n";
+  uint32_t at = offset_of(text, "    **kwargs,\n");
+  Edit e{"m.py", at, at + 14, "    **kwargs,\n    extra=extra,\n", ""};
+  std::string diff = unified_diff("m.py", text, {e});
+  EXPECT_EQ(diff.find("-    **kwargs,"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("\n     **kwargs,\n+    extra=extra,\n"), std::string::npos) << diff;
+  expect_git_agrees(text, {e});
+  // An edit that changes nothing gives no diff.
+  EXPECT_EQ(unified_diff("m.py", text, {Edit{"m.py", at, at + 14, "    **kwargs,\n", ""}}), "");
+}
+
 TEST(UnifiedDiff, FileWithoutFinalNewline) {
   std::string text = "a = 1\nb = 2";
   std::string diff = unified_diff("m.py", text, {Edit{"m.py", 10, 11, "3", "c"}});

@@ -45,7 +45,21 @@ TEST(RuleGate, UnknownQuantisationAsksForIt) {
   check::FactSet facts;
   std::optional<std::string> why = rule_withheld(quant_rule(), facts);
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("quant is not known"), std::string::npos) << *why;
+  EXPECT_NE(why->find("quant is not known (give it, e.g. --quant w8a8, to see it)"), std::string::npos) << *why;
+}
+
+// Each missing fact is asked for by its own flag, or the deployment file.
+TEST(RuleGate, UnknownFactIsAskedForByItsOwnFlag) {
+  rules::Rule r = make_rule("moe.experts_distribute", "moe_experts", {"npu_moe_distribute_dispatch"}, {});
+  r.when = "ep > 1";
+  check::FactSet facts;
+  std::optional<std::string> why = rule_withheld(r, facts);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("ep is not known (give it, e.g. --ep 8, to see it)"), std::string::npos) << *why;
+  r.when = "block_size > 0";
+  why = rule_withheld(r, facts);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("`block_size = ...` in a --deploy file"), std::string::npos) << *why;
 }
 
 TEST(RuleGate, BadConditionNamesTheRuleFile) {

@@ -257,6 +257,94 @@ def case_relative(args, src, tmp, problems):
         problems.append(f"the patched model does not match: {report.get('model_check')}")
 
 
+# A model file of a package (HF style): relative imports the harness cannot resolve on
+# its own, a decorator and a base class from the package, a RoPE helper that rebinds its
+# `cos` parameter before the chain, and an RMSNorm the chain reads as passed.
+PACKAGE_MODEL = """import torch
+from torch import nn
+
+from ...activations import ACT2FN
+from ...integrations import use_kernel_forward_from_hub
+from ...modeling_layers import GradientCheckpointingLayer
+
+
+@use_kernel_forward_from_hub("RMSNorm")
+class PackNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+def turn(x):
+    front = x[..., : x.shape[-1] // 2]
+    back = x[..., x.shape[-1] // 2 :]
+    return torch.cat((-back, front), dim=-1)
+
+
+def pairs_rope(q, k, cos, sin):
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    b, h, s, d = k.shape
+    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    return (q * cos) + (turn(q) * sin), (k * cos) + (turn(k) * sin)
+
+
+class PackLayer(GradientCheckpointingLayer):
+    def __init__(self, config):
+        super().__init__()
+        self.norm = PackNorm(config.hidden_size)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_states, q_rot, k_rot, cos, sin):
+        q_rot, k_rot = pairs_rope(q_rot, k_rot, cos, sin)
+        return self.norm(hidden_states), q_rot, k_rot
+"""
+
+
+def case_package(args, src, tmp, problems):
+    npufuse = Path(args.npufuse).resolve()
+    work = tmp / "pkg"
+    work.mkdir()
+    (work / "modeling_pack.py").write_text(PACKAGE_MODEL)
+    (work / "config.json").write_text(json.dumps({"hidden_size": 256, "num_attention_heads": 4, "head_dim": 64,
+                                                  "qk_rope_head_dim": 64, "torch_dtype": "bfloat16"}))
+    r = run([npufuse, "analyze", "modeling_pack.py", "--config", "config.json", "--format", "json", "-o", "plan.json"],
+            cwd=work)
+    if r.returncode != 0:
+        sys.exit(f"npufuse analyze failed: {r.stderr}")
+    r = run([npufuse, "apply", "modeling_pack.py", "--plan", "plan.json", "--out", "out", "--verify"], cwd=work)
+    print(r.stdout[-2000:], r.stderr[-2000:], end="")
+    report = json.loads((work / "out" / "report.json").read_text())
+    seen = {c["id"].split("@")[0]: c for c in report["candidates"]}
+    norm, rope = seen.get("norm.rms_norm"), seen.get("rope.rope_deinterleave_half")
+    if not norm or not rope:
+        problems.append(f"expected rms_norm and rope_deinterleave_half, got {sorted(seen)}")
+        return
+    for c in (norm, rope):
+        if c["status"] != "kept":
+            problems.append(f"{c['id']}: {c['status']}: {c.get('conclusion')}")
+    norm_check = norm.get("precision") or {}
+    if not str(norm_check.get("cut", "")).startswith("function PackNorm.forward"):
+        problems.append(f"rms_norm not checked through the user's function: {norm_check.get('cut')!r}")
+    if "loaded with stand-ins for the imports this machine cannot resolve" not in str(norm_check.get("cut_note")):
+        problems.append(f"rms_norm's cut note does not say the imports were stood in for: {norm_check.get('cut_note')!r}")
+    rope_check = rope.get("precision") or {}
+    if not str(rope_check.get("cut", "")).startswith("rule "):
+        problems.append(f"rope checked through pairs_rope, whose cos is not the bound value: {rope_check.get('cut')!r}")
+    if "is bound to the value pairs_rope makes at" not in str(rope_check.get("cut_note")):
+        problems.append(f"rope's cut note does not say why: {rope_check.get('cut_note')!r}")
+
+
 def case_killed(args, src, tmp, problems):
     """The whole model cannot be built here (the process building it is killed, as the
     kernel's out-of-memory killer does with a full-size config on a small machine): the
@@ -302,7 +390,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--npufuse", required=True)
     ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "relative", "models", "killed"))
+    ap.add_argument("--case", required=True, choices=("llama", "wrong", "alternative", "relative", "models", "killed", "package"))
     ap.add_argument("--model", default="")
     args = ap.parse_args()
     src = Path(args.source_dir).resolve()
@@ -310,7 +398,8 @@ def main():
     problems = []
     try:
         {"llama": case_llama, "wrong": case_wrong, "alternative": case_alternative,
-         "relative": case_relative, "models": case_models, "killed": case_killed}[args.case](args, src, tmp, problems)
+         "relative": case_relative, "models": case_models, "killed": case_killed,
+         "package": case_package}[args.case](args, src, tmp, problems)
     finally:
         if not os.environ.get("NPUFUSE_KEEP_TMP"):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -42,6 +42,21 @@ TEST(HarnessSpec, IndexerRulesTakeTheIndexersHeads) {
   EXPECT_EQ(attention.at("N"), 16);
 }
 
+// DeepSeek-V3 rotates 64 of its 192 query/key dims: a RoPE rule's D is
+// those 64, unless the rule calls them R beside the whole head's D.
+TEST(HarnessSpec, RopeRulesTakeTheRotatedWidth) {
+  check::FactSet facts;
+  facts.set("head_dim", check::Value(int64_t{192}), "config");
+  facts.set("rope_dim", check::Value(int64_t{64}), "config");
+  EXPECT_EQ(configured_sizes(facts, "rope").at("D"), 64);
+  EXPECT_EQ(configured_sizes(facts, "rope", true).at("D"), 192);
+  EXPECT_EQ(configured_sizes(facts, "rope", true).at("R"), 64);
+  EXPECT_EQ(configured_sizes(facts, "attention").at("D"), 192);
+  check::FactSet llama;
+  llama.set("head_dim", check::Value(int64_t{128}), "config");
+  EXPECT_EQ(configured_sizes(llama, "rope").at("D"), 128);
+}
+
 TEST(HarnessSpec, RuleSizesTakeBatchSequenceAndModelSizes) {
   ChosenSizes c = choose_sizes(rms_rule(), {{"H", 4096}, {"D", 128}}, 1, 16, 1'000'000);
   EXPECT_EQ(c.sizes.at("B"), 1);
