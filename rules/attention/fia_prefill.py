@@ -75,6 +75,7 @@ RULE = {
         "npu_fused_infer_attention_score:causal_use_compressed_mask",
         "npu_fused_infer_attention_score:causal_modes_drop_window",
         "npu_fused_infer_attention_score:anchored_modes_need_valid_keys",
+        "npu_fused_infer_attention_score:compressed_mask_drops_padding",
         "npu_fused_infer_attention_score:non_causal_avoid_tnd",
         "npu_fused_infer_attention_score:tnd_head_dims",
         "npu_fused_infer_attention_score:no_learnable_sink"

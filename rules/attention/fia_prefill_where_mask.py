@@ -76,6 +76,7 @@ RULE = {
         "npu_fused_infer_attention_score:causal_use_compressed_mask",
         "npu_fused_infer_attention_score:causal_modes_drop_window",
         "npu_fused_infer_attention_score:anchored_modes_need_valid_keys",
+        "npu_fused_infer_attention_score:compressed_mask_drops_padding",
         "npu_fused_infer_attention_score:no_learnable_sink"
     ],
     # a plain softmax over the selected scores: no sink logit joins them

@@ -58,6 +58,7 @@ RULE = {
         "npu_fused_infer_attention_score:causal_use_compressed_mask",
         "npu_fused_infer_attention_score:prefill_head_dim_le_512",
         "npu_fused_infer_attention_score:anchored_modes_need_valid_keys",
+        "npu_fused_infer_attention_score:compressed_mask_drops_padding",
         "npu_fused_infer_attention_score:decode_window_not_applied"
     ],
     "when": "sliding_window > 0",

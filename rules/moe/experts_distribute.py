@@ -69,7 +69,7 @@ RULE = {
          "mechanical": False},
     ],
     "checks": ["npu_moe_distribute_dispatch_v2:*", "npu_grouped_matmul:*", "npu_swiglu:*", "npu_moe_distribute_combine_v2:*"],
-    "facts": {"moe_site": "experts", "activation": "silu", "glu_clamped": False, "group_list_type": 1},
+    "facts": {"moe_site": "experts", "activation": "silu", "glu_clamped": False, "ffn_gated": True, "glu_order": "separate", "group_list_type": 1},
     "when": "ep > 1",
     "hints": {"class_names": ["MoE", "DeepseekV3MoE", "Qwen3MoeSparseMoeBlock"]},
     "inputs": {

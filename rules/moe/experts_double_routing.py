@@ -80,7 +80,7 @@ RULE = {
     ],
     "checks": ["npu_moe_init_routing_v2:*", "npu_moe_re_routing:*", "npu_grouped_matmul:*", "npu_swiglu:*",
                "npu_moe_finalize_routing:*"],
-    "facts": {"moe_site": "experts", "activation": "silu", "glu_clamped": False,
+    "facts": {"moe_site": "experts", "activation": "silu", "glu_clamped": False, "ffn_gated": True, "glu_order": "separate",
               "expert_tokens_num_type": 1, "group_list_type": 1},
     "when": "ep > 1",
     "hints": {"class_names": ["MixtralSparseMoeBlock", "Qwen3MoeSparseMoeBlock", "DeepseekV3MoE", "MoE"]},

@@ -1,8 +1,10 @@
 #include "apply/patch_plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -410,6 +412,57 @@ PatchSet make_patches(const PatchRequest& request) {
       out.skipped.push_back(id + ": prerequisites first (see the manual steps)");
     }
     if (why.empty()) chain_edits.insert(chain_edits.end(), edits.begin(), edits.end());
+  }
+
+  // What each applied candidate still rests on: error constraints whose facts
+  // were not given (analyze lists them under "Asked for").
+  std::function<const plan::Candidate*(const std::vector<plan::Candidate>&, const std::string&)> find_candidate =
+      [&](const std::vector<plan::Candidate>& list, const std::string& id) -> const plan::Candidate* {
+    for (const plan::Candidate& c : list) {
+      if (c.id == id) return &c;
+      if (const plan::Candidate* inner = find_candidate(c.alternatives, id)) return inner;
+    }
+    return nullptr;
+  };
+  for (const std::string& id : out.applied) {
+    const plan::Candidate* c = find_candidate(again.plan.candidates, id);
+    if (!c) continue;
+    // A chain rewritten inside a module-level function its caller may swap
+    // for another one at run time: the patch runs only on this function's path.
+    auto edit = std::find_if(chain_edits.begin(), chain_edits.end(), [&](const Edit& e) { return e.candidate == id; });
+    const model::ModelFile* edited = edit == chain_edits.end() ? nullptr : file_named(again.sources, edit->file);
+    std::optional<FunctionAt> inside = edited ? function_around(*edited, edit->begin, edit->end) : std::nullopt;
+    if (inside && !inside->is_method) {
+      std::string fn_name(inside->fn->name);
+      std::set<std::string> tables = tables_holding(again.sources, fn_name);
+      for (const FunctionAt& caller : every_function(again.sources)) {
+        if (caller.fn == inside->fn) continue;
+        for (const OtherBinding& b : other_bindings(caller, fn_name, tables)) {
+          bool hf = b.test.find("_attn_implementation") != std::string::npos;
+          out.assumed.push_back(ManualStep{
+              id, fmt::format("{}:{}", caller.file->path, b.line),
+              fmt::format("the fused call is in {}, which {} calls through `{}`; where `{}` holds, `{}` = `{}` runs "
+                          "instead and the patch does not{}",
+                          fn_name, caller.qualified, b.holder, b.test, b.holder, b.value,
+                          hf ? " (load the model with attn_implementation=\"eager\")" : "")});
+        }
+      }
+    }
+    std::set<std::string> facts;
+    std::vector<std::string> constraints;
+    for (const plan::CheckResult& r : c->checks) {
+      if (r.answer != check::Answer::Unknown || r.severity != "error") continue;
+      std::string name = r.api + ":" + r.constraint_id;
+      if (std::find(constraints.begin(), constraints.end(), name) == constraints.end()) constraints.push_back(name);
+      facts.insert(r.missing.begin(), r.missing.end());
+    }
+    if (constraints.empty()) continue;
+    out.assumed.push_back(ManualStep{
+        id, where_of(c->location),
+        fmt::format("{} answer{} unknown until {} {} given (`npufuse explain {}` names {})",
+                    constraints.size() == 1 ? "one of its error constraints" : fmt::format("{} of its error constraints", constraints.size()),
+                    constraints.size() == 1 ? "s" : "", fmt::join(facts, ", "), facts.size() == 1 ? "is" : "are", id,
+                    constraints.size() == 1 ? "it" : "them")});
   }
 
   for (const auto& file : again.sources.files()) {

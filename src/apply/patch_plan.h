@@ -39,6 +39,9 @@ struct PatchSet {
   std::vector<ManualStep> manual;        // refused chains and non-mechanical prerequisites
   std::vector<ManualStep> refactored;    // mechanical refactors a rewrite made on the way (a config branch folded)
   std::vector<ManualStep> checked;       // prerequisites the model's code shows are met (a causal bool buffer)
+  // Applied candidates whose error-severity constraints answered unknown: the
+  // facts that decide them, which the engineer still has to confirm.
+  std::vector<ManualStep> assumed;
   std::vector<std::string> skipped;      // "id: why" for candidates not chosen
 };
 

@@ -205,6 +205,45 @@ std::set<std::string> names_holding(const ast::Node* scope, const std::string& n
   return out;
 }
 
+std::vector<FunctionAt> every_function(const model::SourceSet& sources) {
+  std::vector<FunctionAt> out;
+  for (const auto& f : sources.files())
+    for (const ast::stmt* s : f->parsed->module->body) {
+      if (auto* fn = ast::as<ast::FunctionDef>(s)) out.push_back(FunctionAt{f.get(), fn, std::string(fn->name), false});
+      if (auto* cls = ast::as<ast::ClassDef>(s))
+        for (const ast::stmt* m : cls->body)
+          if (auto* fn = ast::as<ast::FunctionDef>(m))
+            out.push_back(FunctionAt{f.get(), fn, std::string(cls->name) + "." + std::string(fn->name), true});
+    }
+  return out;
+}
+
+std::vector<OtherBinding> other_bindings(const FunctionAt& caller, const std::string& name,
+                                         const std::set<std::string>& tables) {
+  std::set<std::string> holders = names_holding(caller.fn, name, tables);
+  holders.erase(name);
+  std::vector<OtherBinding> out;
+  model::walk(caller.fn, [&](const ast::Node* x) {
+    auto* branch = ast::as<ast::If>(x);
+    if (!branch) return !ast::as<ast::Lambda>(x);
+    auto look = [&](const frontend::Span<ast::stmt*>& arm) {
+      for (const ast::stmt* s : arm) {
+        auto [bound, value] = bound_value(s);
+        if (!bound || !holders.count(std::string(bound->id)) || names(value, name)) continue;
+        auto* entry = ast::as<ast::Subscript>(value);
+        auto* table = entry ? ast::as<ast::Name>(entry->value) : nullptr;
+        if (table && tables.count(std::string(table->id))) continue;
+        out.push_back(OtherBinding{static_cast<int>(branch->lineno), text_of(*caller.file, branch->test),
+                                   std::string(bound->id), text_of(*caller.file, value)});
+      }
+    };
+    look(branch->body);
+    look(branch->orelse);
+    return true;
+  });
+  return out;
+}
+
 std::set<std::string> parameter_names(const ast::FunctionDef& fn) {
   std::set<std::string> out;
   for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));

@@ -23,6 +23,9 @@ const model::ModelFile* file_named(const model::SourceSet& sources, const std::s
 // The innermost function whose body holds bytes [begin, end) of `file`.
 std::optional<FunctionAt> function_around(const model::ModelFile& file, uint32_t begin, uint32_t end);
 
+// Every top-level function and every method of a top-level class, in load order.
+std::vector<FunctionAt> every_function(const model::SourceSet& sources);
+
 // A top-level function or a method of a top-level class, in any file.
 std::optional<FunctionAt> function_named(const model::SourceSet& sources, const std::string& qualified);
 
@@ -73,6 +76,20 @@ bool is_docstring(const frontend::ast::stmt* s);
 // `skip` says yes are not looked into.
 std::set<std::string> names_in(const frontend::ast::Node* n, frontend::ast::expr_context ctx,
                                const std::function<bool(const frontend::ast::Node*)>& skip = nullptr);
+
+// In `caller`, the if arms that bind a name holding the function `name` to
+// something else: another implementation picked at run time (HF's
+// `if self.config._attn_implementation != "eager": attention_interface =
+// ALL_ATTENTION_FUNCTIONS[...]`, whose functions live outside the analysed
+// files). A patch inside `name` does not run on that path.
+struct OtherBinding {
+  int line = 0;        // the if statement's
+  std::string test;    // its test as written
+  std::string holder;  // the name rebound
+  std::string value;   // what it is rebound to
+};
+std::vector<OtherBinding> other_bindings(const FunctionAt& caller, const std::string& name,
+                                         const std::set<std::string>& tables);
 
 // A function's positional and keyword-only parameter names.
 std::set<std::string> parameter_names(const frontend::ast::FunctionDef& fn);

@@ -35,6 +35,7 @@ void print_summary(const apply::PatchSet& set, const apply::Written& written, st
   for (const std::string& s : set.skipped) fmt::print(to, "skipped: {}\n", s);
   for (const apply::ManualStep& m : set.refactored) fmt::print(to, "refactored: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const apply::ManualStep& m : set.checked) fmt::print(to, "checked: {}: {} ({})\n", m.where, m.what, m.candidate);
+  for (const apply::ManualStep& m : set.assumed) fmt::print(to, "assumed: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const apply::ManualStep& m : set.manual) fmt::print(to, "manual: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const std::string& f : written.files) fmt::print(to, "wrote: {}\n", f);
   if (set.applied.empty()) fmt::print(to, "nothing applied\n");

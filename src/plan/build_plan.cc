@@ -57,6 +57,37 @@ void add_cache_facts(const model::CacheOrganisation& cache, check::FactSet& fact
   }
 }
 
+// Whether a batch may carry padding the attention mask has to hide. A model
+// whose entry forward (the top-level class, and the model classes it wraps
+// directly) takes no mask at all builds its masks from positions only: no
+// padding reaches attention. One that takes a mask (HF's attention_mask) may
+// be given a padded one; only the deployment can say.
+void add_padding_fact(const model::ModelStructure& structure, const model::SourceSet& sources, check::FactSet& facts) {
+  if (facts.find("padded_batches") || !structure.root) return;
+  std::vector<std::string> classes{structure.root->class_name};
+  // The model a causal-LM wrapper holds (`self.model = LlamaModel(...)`), not
+  // the decoder layers: a layer taking the mask the model built is no entry.
+  for (const model::ModuleNode& child : structure.root->children)
+    if (child.local && child.path.find("[*]") == std::string::npos) classes.push_back(child.class_name);
+  bool root_forward = false;
+  for (const std::string& name : classes)
+    for (const model::ClassDecl& c : sources.classes()) {
+      if (c.node->name != name) continue;
+      for (const frontend::ast::stmt* s : c.node->body) {
+        auto* fn = frontend::ast::as<frontend::ast::FunctionDef>(s);
+        if (!fn || fn->name != "forward") continue;
+        root_forward = root_forward || name == classes.front();
+        std::vector<const frontend::ast::arg*> params(fn->args->args.begin(), fn->args->args.end());
+        params.insert(params.end(), fn->args->kwonlyargs.begin(), fn->args->kwonlyargs.end());
+        for (const frontend::ast::arg* p : params)
+          if (p->arg.find("mask") != std::string_view::npos || p->arg.find("padding") != std::string_view::npos) return;
+      }
+    }
+  if (!root_forward) return;
+  facts.set("padded_batches", false,
+            fmt::format("code: {}.forward takes no attention mask, so masks come from positions only", classes.front()));
+}
+
 // The layout at the first attention core the sub-chains read, if any.
 model::CoreLayout attention_layout(const std::vector<model::BlockChains>* blocks) {
   if (!blocks) return {};
@@ -97,6 +128,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   if (!in.options.deploy.empty()) deployment = load_deployment(in.options.deploy, in.catalog->facts());
   DeploymentFacts deployed = deployment_facts(inventory.facts, deployment, in.options, in.catalog->facts());
   add_cache_facts(inventory.kv_cache, deployed.facts);
+  add_padding_fact(inventory.structure, *in.sources, deployed.facts);
   add_moe_fact(roles, blocks, deployed.facts);
   plan.options.stage = deployed.stage;
   timer.lap("model");

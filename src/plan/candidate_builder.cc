@@ -423,9 +423,9 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
     if (only_in_other_stages(site, e.consumer_op, c, branches)) continue;
     std::string value = value_text(*site.match.target, e.value);
     if (e.consumer_op < 0 && dropped.count(producer_place(*site.match.target, e.value))) {
-      c.evidence.push_back(fmt::format("{} is returned by {} (line {}), and every caller seen drops it: the rewrite "
-                                       "returns None in its place",
-                                       value, site.function, e.line));
+      c.evidence.push_back(fmt::format("{} (made at line {}) is returned by {}, and every caller seen drops it: the "
+                                       "rewrite returns None in its place",
+                                       value, e.line, site.function));
       c.apply_dropped_returns.push_back(value);
       continue;
     }

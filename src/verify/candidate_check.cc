@@ -67,6 +67,8 @@ CandidateRun check_candidate(const VerifySession& session, const plan::Candidate
     if (r.candidate == recorded.id) v.refactors.push_back(fmt::format("{}: {}", r.where, r.what));
   for (const apply::ManualStep& r : alone.checked)
     if (r.candidate == recorded.id) v.checked.push_back(fmt::format("{}: {}", r.where, r.what));
+  for (const apply::ManualStep& r : alone.assumed)
+    if (r.candidate == recorded.id) v.assumed.push_back(fmt::format("{}: {}", r.where, r.what));
   v.applied = std::find(alone.applied.begin(), alone.applied.end(), recorded.id) != alone.applied.end();
   if (v.applied) v.diff = apply::write_patches(alone, {}).diff;
 

@@ -24,6 +24,7 @@ struct CandidateVerdict {
   bool applied = false;                 // apply made an edit for it
   std::vector<std::string> manual;      // apply's manual steps for it ("file:line: what")
   std::vector<std::string> refactors;   // refactors its rewrite made on the way (a config branch folded), same form
+  std::vector<std::string> assumed;     // error constraints it was applied without (facts not given), same form
   std::vector<std::string> checked;     // prerequisites the model's code shows met (a causal bool buffer), same form
   std::string harness;                  // the generated harness file
   HarnessSpec spec;

@@ -83,6 +83,7 @@ json report_json(const VerifyReport& report) {
     cj["manual"] = c.manual;
     cj["refactors"] = c.refactors;
     cj["checked"] = c.checked;
+    cj["assumed"] = c.assumed;
     cj["harness"] = c.harness;
     cj["sizes"] = c.spec.sizes;
     cj["sizes_note"] = c.spec.sizes_note;
@@ -132,6 +133,7 @@ std::string report_markdown(const VerifyReport& report) {
     if (c.model_check) md += fmt::format("- {}\n", model_check_words(*c.model_check));
     for (const std::string& r : c.refactors) md += fmt::format("- refactor: {}\n", r);
     for (const std::string& r : c.checked) md += fmt::format("- checked: {}\n", r);
+    for (const std::string& r : c.assumed) md += fmt::format("- assumed: {}\n", r);
     for (const std::string& m : c.manual) md += fmt::format("- manual: {}\n", m);
     for (const AlternativeNote& a : c.alternatives)
       md += fmt::format("- alternative `{}` ({}): {}\n", a.id, a.plan_status, a.outcome);

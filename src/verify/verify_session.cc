@@ -138,7 +138,8 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
   // that is the bound value only when the chain reads the parameter as it
   // came in (DeepSeek-V3's `cos = cos.unsqueeze(1)` before the rotation
   // binds the name to another value, of another shape).
-  // A value made inside the function is not what its caller passes.
+  // A view the function makes of its parameter has another shape than what
+  // its caller passes.
   {
     std::set<std::string> params = apply::parameter_names(*fn->fn);
     for (size_t i = 0; i < c.apply_bindings.size() && i < c.apply_binding_origins.size(); ++i) {
@@ -146,8 +147,21 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
       auto spelt = arguments.find(param);
       if (spelt == arguments.end() || !params.count(spelt->second)) continue;
       const plan::Candidate::BindingOrigin& origin = c.apply_binding_origins[i];
-      bool inside = origin.kind != plan::Candidate::BindingOrigin::Kind::Parameter && origin.range.file == out.file &&
-                    fn->fn->body[0]->begin <= origin.range.begin && origin.range.end <= fn->fn->end;
+      bool made_inside = origin.kind == plan::Candidate::BindingOrigin::Kind::Expression &&
+                         origin.range.file == out.file && fn->fn->body[0]->begin <= origin.range.begin &&
+                         origin.range.end <= fn->fn->end;
+      // Only a view that changes the parameter's shape matters: the harness
+      // builds the bound value's shape, and a cast or a merge after an
+      // optional add keeps it (vLLM's norm casts `x` and may add a residual:
+      // its own code still runs on what it is passed, as in the model).
+      bool inside = false;
+      if (made_inside) {
+        std::string_view made = file->parsed->source.text().substr(origin.range.begin, origin.range.end - origin.range.begin);
+        static const std::vector<std::string> views = {".unsqueeze(", ".view(", ".reshape(", ".transpose(", ".permute(",
+                                                       ".squeeze(", ".expand(", ".flatten(", ".unflatten(", "["};
+        for (const std::string& view : views)
+          inside = inside || made.rfind(spelt->second + view, 0) == 0;
+      }
       if (inside) {
         spec.cut_note = fmt::format(
             "function cut not used: {} is bound to the value {} makes at {}:{}, not to its parameter {}", param,

@@ -486,6 +486,13 @@ TEST(ChainStatements, WeightsDroppedAfterABackendDispatchAreReturnedAsNone) {
   ASSERT_TRUE(applied(set, "attention.fia_prefill")) << listed(set);
   EXPECT_EQ(listed(set).find("keep_intermediate"), std::string::npos) << listed(set);
   EXPECT_NE(set.files[0].patched.find(".contiguous(), None\n"), std::string::npos) << set.files[0].patched;
+  // The backend picked at run time is not patched: apply says where it takes over.
+  std::string said;
+  for (const ManualStep& m : set.assumed) said += m.what + "\n";
+  EXPECT_NE(said.find("the fused call is in eager_attention_forward, which Attention.forward calls through `attend`; "
+                      "where `self.impl != \"eager\"` holds, `attend` = `BACKENDS[self.impl]` runs instead"),
+            std::string::npos)
+      << said;
 }
 
 TEST(ChainStatements, WeightsTheLayerReadsKeepTheChainByHand) {

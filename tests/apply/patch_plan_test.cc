@@ -285,5 +285,21 @@ TEST(PatchPlan, AnAppliedAlternativeLeavesNoManualStepForThePreferredOne) {
       << set.files[0].patched;
 }
 
+// An applied candidate whose error constraints could not be decided says so,
+// naming the facts that decide them: llama_like analysed without a chip,
+// batch or sequence lengths.
+TEST(PatchPlan, AppliedCandidatesSayWhichFactsTheyStillRestOn) {
+  ScratchDir dir("assumed");
+  PatchSet set = make_patches(PatchRequest{testing::plan_for_model_copy(dir, "llama_like"), {}, {}});
+  std::string said;
+  for (const ManualStep& m : set.assumed)
+    if (m.candidate.rfind("attention.fia_prefill@", 0) == 0) said = m.what;
+  EXPECT_NE(said.find("of its error constraints answer unknown until batch_size, chip, kv_seq_len, q_seq_len are given"),
+            std::string::npos)
+      << said;
+  for (const ManualStep& m : set.assumed)
+    EXPECT_TRUE(has_prefix(set.applied, m.candidate.substr(0, m.candidate.find('@') + 1))) << m.candidate;
+}
+
 }  // namespace
 }  // namespace npufuse::apply
