@@ -75,7 +75,13 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
     // A rank-5 reshape regroups the heads of a split tensor ([b, n_kv, group,
     // s, d] for grouped queries); the head split is the view before it.
     int rank = o.cls == OpClass::View && (o.name == "view" || o.name == "reshape") ? shape_rank(o) : 0;
-    if (rank >= 2 && rank <= 4) split = &o;
+    // A 5-D view taken back to 4-D further on is a reordering inside the
+    // head (DeepSeek-V3's interleaved RoPE: `q.view(b, h, s, d // 2, 2)
+    // .transpose(4, 3).reshape(b, h, s, d)`), neither a head split nor a regroup.
+    if (rank >= 2 && rank <= 4) {
+      if (regroup) regroup = nullptr;
+      else split = &o;
+    }
     if (rank == 5) regroup = &o;
     // `t.view(t.size()[:-1] + (n, d))`: one computed shape; its rank is read
     // from the permute that follows (below).

@@ -13,13 +13,15 @@ namespace {
 bool is_plain_projection(const std::string& chain_module, const std::string& kind) {
   static const std::set<std::string> projections = {"qkv_projection", "o_projection", "gate_up_projection",
                                                     "down_projection", "gate"};
+  // MLA's output projection follows the attention (and the V absorb) as a
+  // plain GEMM in every reference chain; no prolog takes it in.
+  if (chain_module == "mla" || chain_module == "indexer") return kind == "o_projection";
   return (chain_module == "attention" || chain_module == "ffn" || chain_module == "moe") && projections.count(kind);
 }
 
 // Projections an MLA or indexer prolog operator takes in together with their norm and RoPE.
 bool prolog_projection(const std::string& chain_module, const std::string& kind) {
-  static const std::set<std::string> kinds = {"q_down", "q_up", "kv_down", "o_projection", "index_q", "index_k",
-                                              "index_weights"};
+  static const std::set<std::string> kinds = {"q_down", "q_up", "kv_down", "index_q", "index_k", "index_weights"};
   return (chain_module == "mla" || chain_module == "indexer") && kinds.count(kind);
 }
 
@@ -115,9 +117,19 @@ bool covered_by(const model::SubChainStep& step, const std::string& step_module_
   return false;
 }
 
+// A value as the report names it: the model's name for it, else what made
+// it (`self.q_a_proj.weight`, `split(...) at line 390`), never the
+// dataflow's own numbering.
 std::string value_name(const model::FunctionDataflow& g, int v) {
-  const std::string& name = g.values[static_cast<size_t>(v)].name;
-  return name.empty() ? fmt::format("v{}", v) : name;
+  const model::DataflowValue& value = g.values[static_cast<size_t>(v)];
+  if (!value.name.empty()) return value.name;
+  if (value.producer < 0 || static_cast<size_t>(value.producer) >= g.ops.size()) return "an unnamed value";
+  const model::DataflowOp& op = g.ops[static_cast<size_t>(value.producer)];
+  if (op.cls == model::OpClass::Attribute && op.inputs.empty() && op.attrs.empty()) return op.name;
+  if (op.cls == model::OpClass::Attribute && op.name == "getattr" && op.inputs.size() == 1 && !op.attrs.empty())
+    return value_name(g, op.inputs[0]) + "." + op.attrs[0];
+  std::string what = op.name.rfind("module:", 0) == 0 ? "self." + op.name.substr(7) : op.name;
+  return fmt::format("{}(...) at line {}", what, op.line);
 }
 
 // The step's inputs (values its ops read that other ops produce) and outputs
