@@ -316,19 +316,26 @@ def run(spec):
         original, replacement, result["cut"], note = sides
         if note:
             result["cut_note"] = note
+        original_ran = False
         try:
             reference = _to_cpu(original(where))
+            original_ran = True
             candidate = _to_cpu(replacement(where))
         except Exception as err:  # noqa: BLE001
             # The function reads more of `self` than the rule binds (a submodule it
-            # calls, a merged layer), or computes with a stand-in for an import:
-            # the chain cannot be cut out with this function.
+            # calls, a merged layer), or computes with a stand-in for an import, or
+            # the user's original code does not run on this machine's torch (the
+            # official DeepSeek-V3 norm's F.rms_norm on torch 1.13): the chain
+            # cannot be cut out with this function. A failure of the patched side
+            # alone is the patch's, and stays the result.
             if not result["cut"].startswith("function "):
                 raise
             if "SimpleNamespace" in str(err):
                 why = f"needs more of self ({err})"
             elif STUB_MARK in str(err) or STUB_MARK in traceback.format_exc():
                 why = f"computes with a stand-in for an import ({type(err).__name__}: {err})"
+            elif not original_ran:
+                why = f"fails on this machine in the original file too ({type(err).__name__}: {err})"
             else:
                 raise
             result["cut_note"] = f"function cut not used: {spec['cut']['function']} {why}"

@@ -99,6 +99,39 @@ class FunctionCut(unittest.TestCase):
         self.assertTrue(result["cut"].startswith("rule "), result["cut"])
         self.assertIn("function cut not used: Layer.forward computes with a stand-in for an import", result["cut_note"])
 
+    def test_an_original_that_fails_here_falls_back_to_the_rule_cut(self):
+        # The original calls what this torch lacks: no fault of the patch.
+        broken = PACKAGE_FILE.replace("variance = hidden_states.pow(2).mean(-1, keepdim=True)",
+                                      "variance = torch.no_such_function(hidden_states)")
+        result = self.run_cut(broken, "Norm.forward")
+        self.assertIsNone(result["error"], result.get("traceback"))
+        self.assertTrue(result["cut"].startswith("rule "), result["cut"])
+        self.assertIn("function cut not used: Norm.forward fails on this machine in the original file too",
+                      result["cut_note"])
+
+    def test_a_patched_side_that_fails_is_the_result(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, text in (("modeling_original.py", PACKAGE_FILE),
+                               ("modeling_patched.py", PACKAGE_FILE.replace(
+                                   "variance = hidden_states.pow(2).mean(-1, keepdim=True)",
+                                   "variance = torch.no_such_function(hidden_states)"))):
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                paths.append(path)
+            standin.install()
+            result = harness.run({
+                "candidate": "norm.rms_norm@modeling_original.py:8", "rule": "norm.rms_norm",
+                "rule_file": os.path.join(RULES, "norm", "rms_norm.py"), "dtype": "float32", "sizes": {},
+                "tolerance": {"float32": {"atol": 1e-5, "rtol": 1e-4, "cosine": 0.99999}},
+                "cut": {"original_module": paths[0], "patched_module": paths[1], "function": "Norm.forward",
+                        "arguments": {"hidden_states": "hidden_states", "weight": "self.weight",
+                                      "eps": "self.eps"}},
+                "device": "cpu", "estimate": {"stages": []}})
+        self.assertFalse(result["passed"])
+        self.assertIn("no_such_function", result["error"])
+
     def test_the_stand_ins_are_not_left_in_the_real_import_machinery(self):
         import builtins
         before = builtins.__import__
