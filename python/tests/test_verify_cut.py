@@ -57,14 +57,14 @@ class Layer(GradientCheckpointingLayer):
 
 
 class FunctionCut(unittest.TestCase):
-    def run_cut(self, text, function):
+    def run_cut(self, text, function, patched_text=None):
         standin.install()
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
-            for name in ("modeling_original.py", "modeling_patched.py"):
+            for name, body in (("modeling_original.py", text), ("modeling_patched.py", patched_text or text)):
                 path = os.path.join(tmp, name)
                 with open(path, "w") as f:
-                    f.write(text)
+                    f.write(body)
                 paths.append(path)
             return harness.run({
                 "candidate": "norm.rms_norm@modeling_original.py:8", "rule": "norm.rms_norm",
@@ -110,25 +110,9 @@ class FunctionCut(unittest.TestCase):
                       result["cut_note"])
 
     def test_a_patched_side_that_fails_is_the_result(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            paths = []
-            for name, text in (("modeling_original.py", PACKAGE_FILE),
-                               ("modeling_patched.py", PACKAGE_FILE.replace(
-                                   "variance = hidden_states.pow(2).mean(-1, keepdim=True)",
-                                   "variance = torch.no_such_function(hidden_states)"))):
-                path = os.path.join(tmp, name)
-                with open(path, "w") as f:
-                    f.write(text)
-                paths.append(path)
-            standin.install()
-            result = harness.run({
-                "candidate": "norm.rms_norm@modeling_original.py:8", "rule": "norm.rms_norm",
-                "rule_file": os.path.join(RULES, "norm", "rms_norm.py"), "dtype": "float32", "sizes": {},
-                "tolerance": {"float32": {"atol": 1e-5, "rtol": 1e-4, "cosine": 0.99999}},
-                "cut": {"original_module": paths[0], "patched_module": paths[1], "function": "Norm.forward",
-                        "arguments": {"hidden_states": "hidden_states", "weight": "self.weight",
-                                      "eps": "self.eps"}},
-                "device": "cpu", "estimate": {"stages": []}})
+        broken = PACKAGE_FILE.replace("variance = hidden_states.pow(2).mean(-1, keepdim=True)",
+                                      "variance = torch.no_such_function(hidden_states)")
+        result = self.run_cut(PACKAGE_FILE, "Norm.forward", patched_text=broken)
         self.assertFalse(result["passed"])
         self.assertIn("no_such_function", result["error"])
 

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -416,16 +415,8 @@ PatchSet make_patches(const PatchRequest& request) {
 
   // What each applied candidate still rests on: error constraints whose facts
   // were not given (analyze lists them under "Asked for").
-  std::function<const plan::Candidate*(const std::vector<plan::Candidate>&, const std::string&)> find_candidate =
-      [&](const std::vector<plan::Candidate>& list, const std::string& id) -> const plan::Candidate* {
-    for (const plan::Candidate& c : list) {
-      if (c.id == id) return &c;
-      if (const plan::Candidate* inner = find_candidate(c.alternatives, id)) return inner;
-    }
-    return nullptr;
-  };
   for (const std::string& id : out.applied) {
-    const plan::Candidate* c = find_candidate(again.plan.candidates, id);
+    const plan::Candidate* c = find_id(again.plan, id);
     if (!c) continue;
     // A chain rewritten inside a module-level function its caller may swap
     // for another one at run time: the patch runs only on this function's path.

@@ -207,14 +207,9 @@ std::set<std::string> names_holding(const ast::Node* scope, const std::string& n
 
 std::vector<FunctionAt> every_function(const model::SourceSet& sources) {
   std::vector<FunctionAt> out;
-  for (const auto& f : sources.files())
-    for (const ast::stmt* s : f->parsed->module->body) {
-      if (auto* fn = ast::as<ast::FunctionDef>(s)) out.push_back(FunctionAt{f.get(), fn, std::string(fn->name), false});
-      if (auto* cls = ast::as<ast::ClassDef>(s))
-        for (const ast::stmt* m : cls->body)
-          if (auto* fn = ast::as<ast::FunctionDef>(m))
-            out.push_back(FunctionAt{f.get(), fn, std::string(cls->name) + "." + std::string(fn->name), true});
-    }
+  for (const auto& file : sources.files())
+    for (const model::FunctionRange& f : rewritable_functions(*file))
+      if (f.qualified.find(".<locals>.") == std::string::npos) out.push_back(at(*file, f));  // nested: walked with its holder
   return out;
 }
 

@@ -134,12 +134,10 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
     spec.cut_note = "function cut not used: " + missing;
     return spec;
   }
-  // The harness hands a value to the function's parameter of the bound name:
-  // that is the bound value only when the chain reads the parameter as it
-  // came in (DeepSeek-V3's `cos = cos.unsqueeze(1)` before the rotation
-  // binds the name to another value, of another shape).
-  // A view the function makes of its parameter has another shape than what
-  // its caller passes.
+  // The harness hands a value to the function's parameter of the bound name.
+  // A binding to a view the function makes of that parameter (DeepSeek-V3's
+  // `cos = cos.unsqueeze(1)` before the rotation) has another shape than
+  // what a caller passes: the function cut cannot be used.
   {
     std::set<std::string> params = apply::parameter_names(*fn->fn);
     for (size_t i = 0; i < c.apply_bindings.size() && i < c.apply_binding_origins.size(); ++i) {

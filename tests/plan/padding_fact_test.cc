@@ -1,7 +1,8 @@
 // Fact `padded_batches`: FIA's compressed causal mask replaces the model's
 // own mask, so a padded batch would lose its padding. A model whose entry
 // forward takes no mask builds masks from positions only (false, from the
-// code); one that takes a mask from its caller leaves it to the deployment.
+// code); one that takes a mask from its caller (data/padding_fact/masked_entry.py)
+// leaves it to the deployment.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,14 +24,18 @@ const CheckResult* padding_check(const Plan& plan) {
   return nullptr;
 }
 
+// llama_like's LlamaForCausalLM.forward(input_ids, past_key_values, use_cache)
+// and the LlamaModel it wraps build the causal mask from positions.
 TEST(PaddingFact, AnEntryForwardWithoutAMaskBuildsMasksFromPositions) {
   AnalyzeOptions o;
-  o.paths = {data("positions_only.py")};
+  o.paths = {std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/model.py"};
+  o.config = std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/llama_like/config.json";
   Plan plan = analyze(o);
   const check::Fact* fact = plan.facts.find("padded_batches");
   ASSERT_NE(fact, nullptr);
   EXPECT_FALSE(fact->value.as_bool());
-  EXPECT_NE(fact->provenance.find("TinyLM.forward takes no attention mask"), std::string::npos) << fact->provenance;
+  EXPECT_NE(fact->provenance.find("LlamaForCausalLM.forward takes no attention mask"), std::string::npos)
+      << fact->provenance;
   const CheckResult* r = padding_check(plan);
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->answer, check::Answer::Holds);
