@@ -19,7 +19,22 @@ set_tests_properties(parser_conformance PROPERTIES TIMEOUT 600)
 # CPU reference semantics of the torch_npu operators (python/npufuse_ref) against
 # direct torch formulations and the doc examples; also the stand-in torch_npu.
 add_test(NAME python_ref COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/python/tests/reference_suite.py)
-set_tests_properties(python_ref PROPERTIES TIMEOUT 120)
+set_tests_properties(python_ref PROPERTIES TIMEOUT 300)
+
+# The same Python suites on torch 2.x with the pinned transformers: the virtual
+# environment scripts/venv.sh makes in build/venv (scripts/test.sh always does). The
+# model check's HuggingFace cases run only there.
+set(NPUFUSE_VENV_PYTHON "${CMAKE_BINARY_DIR}/venv/bin/python" CACHE FILEPATH
+    "Python of the virtual environment with torch 2.x and transformers (scripts/venv.sh)")
+if(EXISTS "${NPUFUSE_VENV_PYTHON}")
+  add_test(NAME python_ref_torch2 COMMAND ${NPUFUSE_VENV_PYTHON} ${CMAKE_SOURCE_DIR}/python/tests/reference_suite.py)
+  set_tests_properties(python_ref_torch2 PROPERTIES TIMEOUT 600)
+  add_test(NAME rules_numeric_torch2
+           COMMAND ${NPUFUSE_VENV_PYTHON} -m unittest discover -s ${CMAKE_SOURCE_DIR}/python/tests -p "test_rules*.py"
+                   -t ${CMAKE_SOURCE_DIR}/python)
+else()
+  message(STATUS "npufuse: no ${NPUFUSE_VENV_PYTHON} (scripts/venv.sh makes it): the torch 2.x Python tests are left out")
+endif()
 
 # The frontend fuzz target's seed corpus and past crashes, replayed through the
 # same entry point with the normal compiler (scripts/fuzz.sh does the fuzzing).

@@ -49,4 +49,9 @@ def select(device):
         spec.loader.exec_module(module)
     else:
         standin.install()
+    # The test aid: operators made wrong on purpose (wrong_operator.py), CPU only.
+    from npufuse_verify.wrong_operator import spoil_from_environment
+    spoiled = spoil_from_environment(sys.modules["torch_npu"])
+    if spoiled:
+        return "cpu", f"CPU with the npufuse_ref stand-in torch_npu, {', '.join(spoiled)} made wrong on purpose"
     return "cpu", "CPU with the npufuse_ref stand-in torch_npu"

@@ -31,10 +31,15 @@ if _PYTHON_DIR not in sys.path:
     sys.path.insert(0, _PYTHON_DIR)
 
 from npufuse_verify import device as device_choice  # noqa: E402
+from npufuse_verify.line_trace import LinesRun  # noqa: E402
 
 
 class CutUnavailable(Exception):
     """The function cut cannot be called with what the rule binds; the rule cut is used."""
+
+
+class PatchedBroken(Exception):
+    """The patched file fails where the original works: it does not import, or its function raises."""
 
 
 def load_module(path, name):
@@ -205,6 +210,19 @@ def _importable(path, name):
         sys.modules.pop(name, None)
         raise CutUnavailable(f"{os.path.basename(path)} cannot be imported on its own "
                              f"({type(err).__name__}: {err})") from err
+    # A HuggingFace modeling file, where this Python has transformers: loaded as a
+    # module of its package, so its relative imports resolve as in its own place.
+    from npufuse_verify import entries
+    try:
+        module = entries.load_in_package(path, name)
+    except entries.NoEntry:
+        module = None
+    except Exception as err:  # noqa: BLE001 -- the package's own import failing is the finding
+        sys.modules.pop(name, None)
+        raise CutUnavailable(f"{os.path.basename(path)} cannot be loaded in its transformers package "
+                             f"({type(err).__name__}: {err})") from err
+    if module is not None:
+        return module, None
     try:
         module, stubbed = load_module_leniently(path, name)
     except Exception as err:  # noqa: BLE001
@@ -221,7 +239,11 @@ def function_sides(spec, inputs):
     cut = spec["cut"]
     tag = "".join(ch if ch.isalnum() else "_" for ch in spec["candidate"])
     original, note = _importable(cut["original_module"], f"npufuse_original_{tag}")
-    patched, _ = _importable(cut["patched_module"], f"npufuse_patched_{tag}")
+    try:
+        patched, _ = _importable(cut["patched_module"], f"npufuse_patched_{tag}")
+    except CutUnavailable as why:
+        # The original loads and the patched copy does not: the patch broke the file.
+        raise PatchedBroken(f"the patched file does not load: {why}") from why
     qualified = cut["function"]
     is_method = "." in qualified
     fn_a, fn_b = resolve(original, qualified), resolve(patched, qualified)
@@ -317,10 +339,16 @@ def run(spec):
         if note:
             result["cut_note"] = note
         original_ran = False
+        # The lines of the patched file the replacement runs: the evidence that
+        # the check exercised the patch (docs/verify.md, "kept").
+        trace = LinesRun([spec["cut"]["patched_module"]] if spec.get("cut") else [])
         try:
             reference = _to_cpu(original(where))
             original_ran = True
-            candidate = _to_cpu(replacement(where))
+            with trace:
+                candidate = _to_cpu(replacement(where))
+            if result["cut"].startswith("function "):
+                result["lines_run"] = trace.lines()
         except Exception as err:  # noqa: BLE001
             # The function reads more of `self` than the rule binds (a submodule it
             # calls, a merged layer), or computes with a stand-in for an import, or
@@ -337,6 +365,7 @@ def run(spec):
             elif not original_ran:
                 why = f"fails on this machine in the original file too ({type(err).__name__}: {err})"
             else:
+                result["patched_failed"] = True
                 raise
             result["cut_note"] = f"function cut not used: {spec['cut']['function']} {why}"
             original, replacement, result["cut"], _ = rule_sides(loaded, inputs)
@@ -374,6 +403,10 @@ def run(spec):
                                      "speedup": before["median_us"] / max(after["median_us"], 1e-9)}
         else:
             result["performance"] = dict(spec.get("estimate") or {}, kind="estimate")
+    except PatchedBroken as err:
+        result["patched_failed"] = True
+        result["error"] = str(err)
+        result["performance"] = dict(spec.get("estimate") or {}, kind="estimate")
     except Exception as err:  # the report carries the error text as evidence
         result["error"] = f"{type(err).__name__}: {err}"
         result["traceback"] = traceback.format_exc(limit=6)

@@ -20,6 +20,7 @@
 #include "rules/ruleset.h"
 #include "util/file_io.h"
 #include "verify/apply_manifest.h"
+#include "verify/apply_run.h"
 
 namespace npufuse::cli {
 namespace {
@@ -28,32 +29,67 @@ struct ApplyCliOptions {
   apply::PatchRequest patch;
   apply::OutputRequest output;
   bool verify = false;  // the step-5 loop (src/verify/optimise_loop.h)
+  std::string python, entry;  // its interpreter and model entry (--python, --entry)
+  bool no_run = false;        // --no-run: write without running the changed functions first
 };
 
-void print_summary(const apply::PatchSet& set, const apply::Written& written, std::FILE* to) {
+void print_summary(const apply::PatchSet& set, const std::vector<verify::RunOutcome>& runs,
+                   const apply::Written& written, std::FILE* to) {
   for (const std::string& id : set.applied) fmt::print(to, "applied: {}\n", id);
   for (const std::string& s : set.skipped) fmt::print(to, "skipped: {}\n", s);
   for (const apply::ManualStep& m : set.refactored) fmt::print(to, "refactored: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const apply::ManualStep& m : set.checked) fmt::print(to, "checked: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const apply::ManualStep& m : set.assumed) fmt::print(to, "assumed: {}: {} ({})\n", m.where, m.what, m.candidate);
   for (const apply::ManualStep& m : set.manual) fmt::print(to, "manual: {}: {} ({})\n", m.where, m.what, m.candidate);
+  for (const verify::RunOutcome& r : runs)
+    if (r.kind != verify::RunOutcome::Kind::broken)
+      fmt::print(to, "{}: {}: {}\n", r.kind == verify::RunOutcome::Kind::ran ? "ran" : "not run", r.candidate, r.words);
   for (const std::string& f : written.files) fmt::print(to, "wrote: {}\n", f);
   if (set.applied.empty()) fmt::print(to, "nothing applied\n");
 }
 
 int run_apply(const ApplyCliOptions& o) {
-  if (o.verify) return run_apply_verify(o.patch.plan_path, o.patch.paths, o.patch.only, o.output.out_dir);
+  if (o.verify)
+    return run_apply_verify(o.patch.plan_path, o.patch.paths, o.patch.only, o.output.out_dir, o.python, o.entry);
   if (o.output.out_dir.empty() && o.output.diff_file.empty() && !o.output.in_place) {
     fmt::print(stderr, "npufuse apply: say where the result goes: --out DIR, --diff FILE or --in-place\n");
     return kUsage;
   }
   try {
     apply::PatchSet set = apply::make_patches(o.patch);
+    // Nothing is written that is known to be broken: each applied candidate's
+    // function runs inside the whole patched file first (verify/apply_run.h);
+    // one that fails is taken out and the rest patched again without it.
+    std::vector<verify::RunOutcome> runs;
+    std::vector<apply::ManualStep> refused;
+    for (int round = 0; !o.no_run && round < 3 && !set.applied.empty(); ++round) {
+      runs = verify::run_applied({o.patch, o.python, "", 300}, set);
+      std::vector<std::string> keep;
+      for (const verify::RunOutcome& r : runs) {
+        if (r.kind != verify::RunOutcome::Kind::broken) {
+          keep.push_back(r.candidate);
+          continue;
+        }
+        std::string where = r.candidate.substr(r.candidate.find('@') + 1);
+        refused.push_back({r.candidate, where, "not applied: " + r.words});
+      }
+      if (keep.size() == set.applied.size()) break;
+      runs.clear();
+      if (keep.empty()) {  // every rewrite failed: the files stay as they are
+        for (apply::PatchedFile& f : set.files) f.patched = f.original, f.edits.clear();
+        set.applied.clear();
+        break;
+      }
+      apply::PatchRequest again = o.patch;
+      again.only = keep;
+      set = apply::make_patches(again);
+    }
+    set.manual.insert(set.manual.end(), refused.begin(), refused.end());
     apply::Written written = apply::write_patches(set, o.output);
     if (!o.output.out_dir.empty())  // what `npufuse verify DIR` reads
       written.files.push_back(verify::write_apply_manifest(o.output.out_dir, {o.patch.plan_path, o.patch.paths, set.applied}));
     std::fflush(stdout);
-    print_summary(set, written, o.output.diff_file == "-" ? stderr : stdout);
+    print_summary(set, runs, written, o.output.diff_file == "-" ? stderr : stdout);
     return kOk;
   } catch (const apply::ApplyError& e) {
     fmt::print(stderr, "npufuse apply: {}\n", e.what());
@@ -87,6 +123,10 @@ Registered register_apply(CLI::App& parent) {
       ->excludes(out);
   cmd->add_flag("--verify", o.verify,
                 "Apply candidates one at a time, verify each, keep those that pass, roll back the rest (needs --out)");
+  cmd->add_option("--python", o.python, "With --verify: the Python interpreter that runs the checks (see verify --help)");
+  cmd->add_flag("--no-run", o.no_run,
+                "Write without first running each changed function with the stand-in torch_npu (docs/apply.md)");
+  cmd->add_option("--entry", o.entry, "With --verify: module:callable building and running the model (docs/verify.md)");
   return {cmd, [] { return run_apply(o); }};
 }
 

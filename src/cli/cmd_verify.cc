@@ -109,7 +109,8 @@ int run_verify(VerifyCliOptions o) {
 }  // namespace
 
 int run_apply_verify(const std::string& plan, const std::vector<std::string>& paths,
-                     const std::vector<std::string>& only, const std::string& out_dir) {
+                     const std::vector<std::string>& only, const std::string& out_dir, const std::string& python,
+                     const std::string& entry) {
   return guarded("apply", [&] {
     if (out_dir.empty()) {
       fmt::print(stderr, "npufuse apply: --verify needs --out DIR (the kept patches and the report go there)\n");
@@ -120,6 +121,8 @@ int run_apply_verify(const std::string& plan, const std::vector<std::string>& pa
     run.paths = paths;
     run.only = only;
     run.out_dir = out_dir;
+    run.python = python;
+    run.entry = entry;
     verify::VerifyReport report = verify::optimise(run);
     write_reports(report, out_dir, "md");
     return report.all_passed() ? static_cast<int>(kOk) : static_cast<int>(kFindings);
@@ -142,6 +145,11 @@ Registered register_verify(CLI::App& parent) {
   cmd->add_option("--only", o.run.only, "Verify only these candidate ids")->delimiter(',');
   cmd->add_option("--timeout", o.run.timeout_seconds, "Seconds each Python run may take (default 600)");
   cmd->add_option("--python-dir", o.run.python_dir, "Folder holding npufuse_verify (default: found next to npufuse)");
+  cmd->add_option("--python", o.run.python,
+                  "Python interpreter with your torch (and transformers, or the real torch_npu on an NPU host); "
+                  "default $NPUFUSE_PYTHON, else /usr/bin/python3");
+  cmd->add_option("--entry", o.run.entry,
+                  "module:callable that builds and runs the model for the model check (docs/verify.md)");
   cmd->add_option("--format", o.format, "Report printed on stdout: md or json")->check(CLI::IsMember({"md", "json"}));
   return {cmd, [] { return run_verify(o); }};
 }

@@ -30,7 +30,8 @@ Registered register_verify(CLI::App& parent);
 
 // `apply --verify`: the step-5 loop (cmd_verify.cc).
 int run_apply_verify(const std::string& plan, const std::vector<std::string>& paths,
-                     const std::vector<std::string>& only, const std::string& out_dir);
+                     const std::vector<std::string>& only, const std::string& out_dir, const std::string& python,
+                     const std::string& entry);
 Registered register_explain(CLI::App& parent);
 
 }  // namespace npufuse::cli

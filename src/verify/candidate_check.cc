@@ -48,6 +48,29 @@ std::string model_check_words(const CheckResult& r) {
   return fmt::format("model {}: {}", r.passed ? "matches" : "DIFFERS", fmt::join(parts, "; "));
 }
 
+bool judge_exercise(CandidateVerdict& v, const CheckResult* model_check) {
+  std::vector<std::string> by;
+  std::vector<ChangedSpan> left = v.changed;
+  auto take = [&](const CheckResult& r, const char* name) {
+    if (!r.passed || left.empty()) return;
+    std::vector<ChangedSpan> after = spans_not_run(left, r);
+    if (after.size() < left.size()) by.push_back(name);
+    left = std::move(after);
+  };
+  take(v.precision, "function cut");
+  if (model_check && model_check->text("skipped").empty()) take(*model_check, "model check");
+  v.exercised_by = fmt::format("{}", fmt::join(by, " and "));
+  v.not_run = left;
+  return !v.changed.empty() && left.empty();
+}
+
+std::string not_exercised_words(const CandidateVerdict& v) {
+  std::string why = v.changed.empty() ? "its edit adds no line that runs"
+                                      : fmt::format("no passing check ran {}", spans_words(v.not_run));
+  return fmt::format("rule verified, patch not exercised ({}); the rule's own check: {}", why,
+                     precision_words(v.precision));
+}
+
 CandidateRun check_candidate(const VerifySession& session, const plan::Candidate& recorded,
                              const std::vector<std::string>& base, const std::string& work_dir) {
   CandidateRun run;
@@ -82,6 +105,7 @@ CandidateRun check_candidate(const VerifySession& session, const plan::Candidate
       v.manual.push_back(fmt::format("{}: its edit clashes with a candidate kept before it", recorded.location.file));
     } else {
       run.copies = session.write_copies(set, (fs::path(work_dir) / "patched" / stem).string());
+      v.changed = changed_spans(set, run.copies, recorded.id);
     }
   }
   v.spec = session.spec_for(*located, run.copies);

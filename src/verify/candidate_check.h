@@ -19,8 +19,15 @@ struct CandidateRun {
 CandidateRun check_candidate(const VerifySession& session, const plan::Candidate& recorded,
                              const std::vector<std::string>& base, const std::string& work_dir);
 
+// Which passing checks ran the candidate's changed lines: sets
+// v.exercised_by and v.not_run from the harness (when it passed) and the
+// given model check (when it passed). True when every changed span ran.
+bool judge_exercise(CandidateVerdict& v, const CheckResult* model_check);
+
 // A sentence with the precision numbers or the error.
 std::string precision_words(const CheckResult& r);
 std::string model_check_words(const CheckResult& r);
+// The conclusion of a candidate whose patched lines no passing check ran.
+std::string not_exercised_words(const CandidateVerdict& v);
 
 }  // namespace npufuse::verify

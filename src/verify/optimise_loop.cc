@@ -36,10 +36,17 @@ VerifyReport optimise(const VerifyOptions& options) {
       }
     }
     bool model_ok = !v.model_check || v.model_check->passed || !v.model_check->text("skipped").empty();
-    if (v.precision.passed && model_ok) {
+    bool exercised = judge_exercise(v, v.model_check ? &*v.model_check : nullptr);
+    if (v.precision.passed && model_ok && exercised) {
       kept.push_back(v.id);
       v.status = "kept";
-      v.conclusion = precision_words(v.precision) + (v.model_check ? "; " + model_check_words(*v.model_check) : "");
+      v.conclusion = precision_words(v.precision) + (v.model_check ? "; " + model_check_words(*v.model_check) : "") +
+                     "; changed lines ran in the " + v.exercised_by;
+    } else if (v.precision.passed && model_ok) {
+      // Nothing failed, but nothing that passed ran the patched lines either:
+      // the patch is not kept on the rule's word alone.
+      v.status = "not_exercised";
+      v.conclusion = not_exercised_words(v) + (v.model_check ? "; " + model_check_words(*v.model_check) : "");
     } else {
       v.status = "rolled_back";
       std::vector<std::string> why;
@@ -56,7 +63,7 @@ VerifyReport optimise(const VerifyOptions& options) {
     // The preferred rewrite failed or needs hand work: the plan's other
     // rules for the same chain are tried in its place, in the plan's order,
     // until one is kept.
-    if (v.status == "rolled_back" || v.status == "manual") {
+    if (v.status == "rolled_back" || v.status == "manual" || v.status == "not_exercised") {
       for (size_t i = 0; i < c->alternatives.size(); ++i) {
         const plan::Candidate& alt = c->alternatives[i];
         AlternativeNote* note = i < v.alternatives.size() ? &v.alternatives[i] : nullptr;

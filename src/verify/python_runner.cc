@@ -36,7 +36,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seco
     dup2(err_pipe[1], 2);
     close(out_pipe[0]), close(err_pipe[0]), close(exec_pipe[0]);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());  // a bare name (--python python3) is looked up on PATH
     int e = errno;
     ssize_t ignored = write(exec_pipe[1], &e, sizeof e);
     (void)ignored;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "verify/exercised.h"
 #include "verify/harness_spec.h"
 #include "verify/result_reader.h"
 
@@ -31,7 +32,15 @@ struct CandidateVerdict {
   CheckResult precision;                // the harness result
   std::optional<CheckResult> model_check;  // the model-level check of the file with this candidate in
   std::string diff;                     // this candidate's patch alone
-  std::string status;                   // passed | failed | kept | rolled_back | manual
+  // The lines its edits put into the trial copy, and whether a passing check
+  // ran them: "function cut", "model check", "function cut and model check",
+  // or "" (not_run then lists the spans no passing check ran).
+  std::vector<ChangedSpan> changed;
+  std::string exercised_by;
+  std::vector<ChangedSpan> not_run;
+  // passed | failed | kept | rolled_back | manual | not_exercised (the rule's own
+  // search vs replace passed, but no passing check ran the patched lines)
+  std::string status;
   std::string conclusion;               // one sentence, with the numbers or the error
   std::vector<AlternativeNote> alternatives;
 };

@@ -33,6 +33,24 @@ VerifyReport verify_plan(const VerifyOptions& options) {
       report.model_check = session.run_model_check(f.path, copies[f.path]);
       break;  // the model check builds the model from the file that defines it: the first patched one
     }
+    // A candidate passed only where a passing check ran its changed lines:
+    // its function cut, or the whole model with every applied edit in.
+    for (CandidateVerdict& v : report.candidates) {
+      if (v.status != "passed") continue;
+      // Its function cut ran its own trial copy; the model check, the copy
+      // with every edit (other files, so neither answers for the other's lines).
+      bool ran = judge_exercise(v, nullptr);
+      if (!ran) {
+        v.changed = changed_spans(all, copies, v.id);
+        ran = judge_exercise(v, report.model_check ? &*report.model_check : nullptr);
+      }
+      if (ran) {
+        v.conclusion += "; changed lines ran in the " + v.exercised_by;
+      } else {
+        v.status = "not_exercised";
+        v.conclusion = not_exercised_words(v);
+      }
+    }
   } else {
     report.notes.push_back("apply made no edit, so there is no patched model to compare");
   }

@@ -15,6 +15,7 @@ json check_json(const CheckResult& r) {
   j["passed"] = r.passed;
   j["error"] = r.error.empty() ? json(nullptr) : json(r.error);
   j.erase("traceback");
+  j.erase("lines_run");  // what it says per candidate is in candidates[].exercised
   return j;
 }
 
@@ -53,7 +54,7 @@ std::string cell(std::string s) {
 
 bool VerifyReport::all_passed() const {
   for (const CandidateVerdict& c : candidates)
-    if (c.status == "failed" || c.status == "rolled_back") return false;
+    if (c.status == "failed" || c.status == "rolled_back" || c.status == "not_exercised") return false;
   if (model_check && !model_check->passed && model_check->text("skipped").empty()) return false;
   return true;
 }
@@ -93,6 +94,11 @@ json report_json(const VerifyReport& report) {
                             : c.spec.estimate;
     cj["precision"].erase("performance");
     cj["model_check"] = c.model_check ? check_json(*c.model_check) : json(nullptr);
+    json changed = json::array(), not_run = json::array();
+    for (const ChangedSpan& s : c.changed) changed.push_back({{"file", s.copy}, {"first", s.first}, {"last", s.last}});
+    for (const ChangedSpan& s : c.not_run) not_run.push_back({{"file", s.copy}, {"first", s.first}, {"last", s.last}});
+    cj["exercised"] = {{"by", c.exercised_by.empty() ? json(nullptr) : json(c.exercised_by)},
+                       {"changed_lines", changed}, {"not_run", not_run}};
     cj["diff"] = c.diff;
     cj["alternatives"] = json::array();
     for (const AlternativeNote& a : c.alternatives)
@@ -131,6 +137,10 @@ std::string report_markdown(const VerifyReport& report) {
     if (!c.precision.text("dtype_note").empty()) md += fmt::format("- dtype: {}\n", c.precision.text("dtype_note"));
     md += fmt::format("- performance: {}\n", performance_words(c.precision, c.spec));
     if (c.model_check) md += fmt::format("- {}\n", model_check_words(*c.model_check));
+    if (!c.changed.empty())
+      md += fmt::format("- changed lines {}: {}\n", spans_words(c.changed),
+                        c.not_run.empty() && !c.exercised_by.empty() ? "ran in the " + c.exercised_by
+                                                                     : "not run by a passing check: " + spans_words(c.not_run));
     for (const std::string& r : c.refactors) md += fmt::format("- refactor: {}\n", r);
     for (const std::string& r : c.checked) md += fmt::format("- checked: {}\n", r);
     for (const std::string& r : c.assumed) md += fmt::format("- assumed: {}\n", r);

@@ -175,8 +175,12 @@ HarnessSpec VerifySession::spec_for(const plan::Candidate& c, const std::map<std
 CheckResult VerifySession::run_harness(const HarnessSpec& spec, const std::string& harness_path) const {
   make_parent(harness_path);
   write_file_atomic(harness_path, harness_text(spec, python_dir_));
-  ProcessResult run = run_process({python_interpreter(), harness_path}, options_.timeout_seconds);
+  ProcessResult run = run_process({interpreter(), harness_path}, options_.timeout_seconds);
   return read_result(run, harness_path);
+}
+
+std::string VerifySession::interpreter() const {
+  return options_.python.empty() ? python_interpreter() : options_.python;
 }
 
 CheckResult VerifySession::run_model_check(const std::string& original, const std::string& patched) const {
@@ -192,10 +196,16 @@ CheckResult VerifySession::run_model_check(const std::string& original, const st
   }
   std::string script = (fs::path(python_dir_) / "npufuse_verify" / "model_check.py").string();
   std::string device = options_.device;
-  ProcessResult run = run_process({python_interpreter(), script, "--original", absolute_path(original), "--patched",
+  std::vector<std::string> argv = {interpreter(), script, "--original", absolute_path(original), "--patched",
                                    absolute_path(patched), "--config", absolute_path(recorded_.options.config),
-                                   "--device", device},
-                                  options_.timeout_seconds);
+                                   "--device", device};
+  if (!options_.entry.empty()) argv.insert(argv.end(), {"--entry", options_.entry});
+  // A deployment that never pads (the plan's padded_batches is false) is not
+  // judged on a padded batch; unknown or true, it is.
+  if (const check::Fact* padded = recorded_.facts.find("padded_batches");
+      padded && std::holds_alternative<bool>(padded->value.data) && !std::get<bool>(padded->value.data))
+    argv.insert(argv.end(), {"--padded", "no"});
+  ProcessResult run = run_process(argv, options_.timeout_seconds);
   // Killed or out of time: the model the config describes is too large to
   // build and run here. Not a verdict on the patch; the harness still is.
   if (run.timed_out || run.signal != 0) {

@@ -23,6 +23,8 @@ struct VerifyOptions {
   std::string dtype;               // empty: the plan's dtype fact (float32 when it has none)
   int timeout_seconds = 600;       // per Python run
   std::string python_dir;          // empty: found (python_dir.h)
+  std::string python;              // interpreter (--python); empty: $NPUFUSE_PYTHON, else /usr/bin/python3
+  std::string entry;               // --entry module:callable for the model check; empty: found from the code
   int64_t max_elements = 50'000'000;  // input elements a CPU harness may build
 };
 
@@ -61,6 +63,8 @@ class VerifySession {
   apply::PatchSet patches_for(const std::vector<std::string>& ids) const;
 
   CandidateVerdict start_verdict(const plan::Candidate& recorded) const;
+  // The Python that runs the harnesses and the model check.
+  std::string interpreter() const;
 
  private:
   std::string rule_copy(const rules::Rule& rule) const;
