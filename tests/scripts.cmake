@@ -32,6 +32,15 @@ if(EXISTS "${NPUFUSE_VENV_PYTHON}")
   add_test(NAME rules_numeric_torch2
            COMMAND ${NPUFUSE_VENV_PYTHON} -m unittest discover -s ${CMAKE_SOURCE_DIR}/python/tests -p "test_rules*.py"
                    -t ${CMAKE_SOURCE_DIR}/python)
+  # apply --verify on the development set's HuggingFace models, taken from the pinned
+  # transformers as a user would: the whole-model check through the transformers entry,
+  # kept candidates exercised, a wrong stand-in operator rolled back at model level.
+  foreach(_model llama qwen2 qwen3 mixtral deepseek_v3)
+    add_test(NAME apply_verify_hf_${_model}
+             COMMAND ${NPUFUSE_VENV_PYTHON} ${CMAKE_SOURCE_DIR}/tests/verify/check_hf_verify.py
+                     --npufuse $<TARGET_FILE:npufuse> --python ${NPUFUSE_VENV_PYTHON} --model ${_model})
+    set_tests_properties(apply_verify_hf_${_model} PROPERTIES TIMEOUT 900)
+  endforeach()
 else()
   message(STATUS "npufuse: no ${NPUFUSE_VENV_PYTHON} (scripts/venv.sh makes it): the torch 2.x Python tests are left out")
 endif()

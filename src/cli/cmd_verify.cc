@@ -39,6 +39,8 @@ struct VerifyCliOptions {
 void write_reports(const verify::VerifyReport& report, const std::string& out_dir, const std::string& format) {
   std::string md = verify::report_markdown(report);
   std::string js = verify::report_json(report).dump(2) + "\n";
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);  // --out may name a folder that does not exist yet
   write_file_atomic((fs::path(out_dir) / "report.md").string(), md);
   write_file_atomic((fs::path(out_dir) / "report.json").string(), js);
   std::string shown = format == "json" ? js : md;

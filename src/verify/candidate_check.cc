@@ -51,11 +51,12 @@ std::string model_check_words(const CheckResult& r) {
 bool judge_exercise(CandidateVerdict& v, const CheckResult* model_check) {
   std::vector<std::string> by;
   std::vector<ChangedSpan> left = v.changed;
+  // A passing check that ran any of the changed lines is named; the spans
+  // still missing after both are what no passing check ran.
   auto take = [&](const CheckResult& r, const char* name) {
-    if (!r.passed || left.empty()) return;
-    std::vector<ChangedSpan> after = spans_not_run(left, r);
-    if (after.size() < left.size()) by.push_back(name);
-    left = std::move(after);
+    if (!r.passed) return;
+    if (spans_not_run(v.changed, r).size() < v.changed.size()) by.push_back(name);
+    left = spans_not_run(left, r);
   };
   take(v.precision, "function cut");
   if (model_check && model_check->text("skipped").empty()) take(*model_check, "model check");

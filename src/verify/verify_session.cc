@@ -68,10 +68,20 @@ std::string VerifySession::dtype() const {
 
 std::vector<const plan::Candidate*> VerifySession::applicable() const {
   std::vector<const plan::Candidate*> out;
-  for (const plan::Candidate& c : recorded_.candidates)
-    if (applicable_status(c.status) && !c.rule.empty() &&
-        (options_.only.empty() || std::count(options_.only.begin(), options_.only.end(), c.id)))
+  auto chosen = [&](const plan::Candidate& c) {
+    return options_.only.empty() || std::count(options_.only.begin(), options_.only.end(), c.id);
+  };
+  for (const plan::Candidate& c : recorded_.candidates) {
+    if (applicable_status(c.status) && !c.rule.empty() && chosen(c)) {
       out.push_back(&c);
+      continue;
+    }
+    // --only may name an alternative (as apply's --only does): it is tried in
+    // its preferred candidate's place.
+    if (options_.only.empty()) continue;
+    for (const plan::Candidate& alt : c.alternatives)
+      if (applicable_status(alt.status) && !alt.rule.empty() && chosen(alt)) out.push_back(&alt);
+  }
   return out;
 }
 
