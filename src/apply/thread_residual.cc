@@ -430,6 +430,11 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
   auto edit = [&](const model::ModelFile& f, uint32_t b, uint32_t e, std::string text) {
     edits.push_back(Edit{f.path, b, e, std::move(text), id});
   };
+  // The final norm's fusion is the into-final chain's own edit: verify asks
+  // whether that candidate's lines ran (verify/exercised.h).
+  auto final_edit = [&](const model::ModelFile& f, uint32_t b, uint32_t e, std::string text) {
+    edits.push_back(Edit{f.path, b, e, std::move(text), seams.into_final ? seams.into_final->id : id});
+  };
 
   // 1. The layer takes the pending residual.
   auto param = parameter_insertion(lf, lfn);
@@ -544,14 +549,14 @@ std::variant<std::vector<Edit>, Refusal> edits_for(const Seams& seams, const mod
     // known only as an instance of the next-layer chain falls back to the plain add.
     if (problem && seams.into_final) return *problem;
     if (!problem) {
-      edit(mf, after_loop, after_loop,
+      final_edit(mf, after_loop, after_loop,
            fmt::format("{0}{1} = None\n"
                        "{0}if {2} is not None:\n"
                        "{0}    # The last layer's residual add, fused with the final norm.\n"
                        "{0}    {1}, _, {3} = torch_npu.npu_add_rms_norm({2}, {3}, {4}, {5})\n",
                        lind, kNormed, kResidual, loop.hidden, final_norm->weight, final_norm->eps));
-      edit(mf, call->call->begin, call->call->end,
-           fmt::format("({} if {} is None else {})", text_of(mf, call->call), kNormed, kNormed));
+      final_edit(mf, call->call->begin, call->call->end,
+                 fmt::format("({} if {} is None else {})", text_of(mf, call->call), kNormed, kNormed));
       fused_final = true;
     }
   }

@@ -6,6 +6,7 @@
 // an output over an input), nothing written then.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -80,8 +81,14 @@ int run_apply(const ApplyCliOptions& o) {
         set.applied.clear();
         break;
       }
+      // Again without the broken ones; the candidates it skipped stay named,
+      // so their skip lines (an alternative tried in a preferred one's place) stay.
       apply::PatchRequest again = o.patch;
       again.only = keep;
+      for (const std::string& s : set.skipped) {
+        std::string id = s.substr(0, s.find(": "));
+        if (std::find(again.only.begin(), again.only.end(), id) == again.only.end()) again.only.push_back(id);
+      }
       set = apply::make_patches(again);
     }
     set.manual.insert(set.manual.end(), refused.begin(), refused.end());

@@ -48,15 +48,23 @@ def case_llama(args, src, tmp, problems):
     out = tmp / "verify"
     r = run([args.npufuse, "verify", plan, "--out", out, "--device", "cpu", "--format", "json"])
     print(r.stderr[-3000:], end="")
-    if r.returncode != 0:
-        problems.append(f"verify exited {r.returncode}")
     report = json.loads((out / "report.json").read_text())
+    # The SDPA path's FIA rewrite sits in a function the config (eager) never
+    # calls: no check runs its lines, so it is not exercised, and verify says so
+    # with exit 1 instead of calling it passed.
+    unexercised = sorted(rule_and_line(c["id"]) for c in report["candidates"] if c["status"] == "not_exercised")
+    if unexercised != ["attention.fia_prefill:124"]:
+        problems.append(f"not exercised: {unexercised}, expected only the SDPA path's attention.fia_prefill:124")
+    if r.returncode != (1 if unexercised else 0):
+        problems.append(f"verify exited {r.returncode}")
     if not report["candidates"]:
         problems.append("no candidate was verified")
     applied = function_cuts = 0
     for c in report["candidates"]:
         p = c["precision"]
         print(f"{c['id']}: {c['status']}: {c['conclusion']}")
+        if c["status"] == "passed" and not (c.get("exercised") or {}).get("by"):
+            problems.append(f"{c['id']}: passed without a check running its changed lines")
         if not p.get("passed"):
             problems.append(f"{c['id']}: precision did not pass: {p.get('error') or p.get('max_abs')}")
         if c["applied"]:
@@ -129,6 +137,23 @@ def case_wrong(args, src, tmp, problems):
         problems.append("the broken rewrite is in the kept patch")
     if not (out / "patch.diff").exists() or not (out / "report.md").exists():
         problems.append("patch.diff or report.md missing")
+    # Plain apply (no --verify) runs each rewrite before writing: the broken norm
+    # computes something else in its function cut, so it is taken out and said why.
+    plain = tmp / "plain"
+    r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--out", plain])
+    print(r.stdout[-3000:], r.stderr[-1000:], sep="\n")
+    if r.returncode != 0:
+        problems.append(f"plain apply exited {r.returncode}")
+    refused = [line for line in r.stdout.splitlines()
+               if line.startswith("manual:") and "norm.rms_norm@" in line and "not applied:" in line]
+    if not refused or "computes something else" not in refused[0]:
+        problems.append(f"plain apply did not take the broken norm out: {refused}")
+    if any(line.startswith("applied: norm.rms_norm@") for line in r.stdout.splitlines()):
+        problems.append("plain apply still calls the broken norm applied")
+    if not any(line.startswith("ran: rope.rope_half@") for line in r.stdout.splitlines()):
+        problems.append("plain apply did not say the rope rewrite ran")
+    if "torch.ones_like(weight)" in (plain / "model.py").read_text():
+        problems.append("plain apply wrote the broken rewrite")
 
 
 # Rewrites the loop is known to roll back, with the reason its check gives.
