@@ -141,7 +141,6 @@ class Transformers:
 
     @classmethod
     def find(cls, module, config):
-        import torch
         try:
             from transformers import PreTrainedConfig as ConfigBase
         except ImportError:
@@ -160,7 +159,6 @@ class Transformers:
         config_class = getattr(chosen, "config_class", None)
         if not (inspect.isclass(config_class) and issubclass(config_class, ConfigBase)):
             raise NoEntry(f"{chosen.__name__} names no config class; give --entry")
-        del torch
         return cls(module, config_class, chosen)
 
     def make_config(self, config):
@@ -304,7 +302,6 @@ class Inference:
         return full
 
     def build(self, config):
-        import torch
         fields = {f.name for f in dataclasses.fields(self.args_class)}
         args = self.args_class(**{k: v for k, v in config.items() if k in fields})
         if "dtype" in fields and isinstance(getattr(args, "dtype"), str) and args.dtype not in ("bf16", "float32"):

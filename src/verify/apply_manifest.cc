@@ -7,22 +7,18 @@
 #include <nlohmann/json.hpp>
 
 #include "util/file_io.h"
+#include "verify/path_identity.h"
 
 namespace npufuse::verify {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string absolute(const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); }
-
-}  // namespace
 
 std::string write_apply_manifest(const std::string& out_dir, const ApplyManifest& m) {
   nlohmann::ordered_json j;
   j["schema"] = "npufuse-apply-manifest/2";
-  j["plan"] = absolute(m.plan);
+  j["plan"] = absolute_path(m.plan);
   j["paths"] = m.paths;
-  j["cwd"] = m.cwd.empty() ? fs::current_path().string() : absolute(m.cwd);
+  j["cwd"] = m.cwd.empty() ? fs::current_path().string() : absolute_path(m.cwd);
   j["applied"] = m.applied;
   std::string path = (fs::path(out_dir) / kApplyManifestName).string();
   write_file_atomic(path, j.dump(2) + "\n");

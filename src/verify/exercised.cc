@@ -7,16 +7,12 @@
 #include <set>
 #include <string_view>
 
+#include "verify/path_identity.h"
+
 namespace npufuse::verify {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string identity(const std::string& path) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  return ec ? path : p.string();
-}
 
 // True when the text holds something Python runs: a line that is neither
 // blank nor a comment.
@@ -68,14 +64,14 @@ std::vector<ChangedSpan> spans_not_run(const std::vector<ChangedSpan>& spans, co
   std::map<std::string, std::set<int>> ran;
   if (r.data.is_object() && r.data.contains("lines_run") && r.data["lines_run"].is_object())
     for (const auto& [path, lines] : r.data["lines_run"].items()) {
-      std::set<int>& s = ran[identity(path)];
+      std::set<int>& s = ran[absolute_path(path)];
       if (lines.is_array())
         for (const auto& n : lines)
           if (n.is_number_integer()) s.insert(n.get<int>());
     }
   std::vector<ChangedSpan> missing;
   for (const ChangedSpan& span : spans) {
-    auto it = ran.find(identity(span.copy));
+    auto it = ran.find(absolute_path(span.copy));
     bool hit = false;
     if (it != ran.end()) {
       auto first = it->second.lower_bound(span.first);

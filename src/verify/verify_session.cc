@@ -12,6 +12,7 @@
 #include "util/file_io.h"
 #include "verify/cost_model.h"
 #include "verify/harness_writer.h"
+#include "verify/path_identity.h"
 #include "verify/python_dir.h"
 #include "verify/python_runner.h"
 
@@ -24,8 +25,6 @@ bool applicable_status(plan::Status s) {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string absolute_path(const std::string& p) { return fs::weakly_canonical(fs::absolute(p)).string(); }
 
 void make_parent(const fs::path& file) {
   std::error_code ec;
