@@ -82,6 +82,14 @@ add_test(NAME apply_rope_table_forms
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
 set_tests_properties(apply_rope_table_forms PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 
+# A plan's candidate ids found again whatever form of the same path apply, verify,
+# apply --verify and explain are given (relative, absolute, through a symlink, from
+# another folder); missing output folders made; a changed file an error naming it.
+add_test(NAME apply_plan_paths
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_plan_paths.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(apply_plan_paths PROPERTIES TIMEOUT 600)
+
 # The HTML report in headless Chromium: cards, pictures and filters checked in
 # the DOM against the JSON plan, planted markup stays text, screenshots kept
 # under html_artefacts/. Skipped (77) when Chromium is missing, except in CI.
