@@ -50,15 +50,16 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
   return Reanalysis{std::move(sources), std::move(rules), std::move(fresh), std::move(config)};
 }
 
-Reanalysis reanalyse_plan(const plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths) {
+Reanalysis reanalyse_plan(plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths) {
   PlanFiles files(recorded, paths);
   files.check_current(plan_path);
-  plan::AnalyzeOptions options = recorded.options;
-  if (!paths.empty()) options.paths = paths;
   // The config (and deployment file, rules and catalog folders) the plan
   // names, where the model's paths given now put them (beside the model).
-  for (std::string* path : {&options.config, &options.deploy, &options.rules_dir, &options.catalog_dir})
+  for (std::string* path : {&recorded.options.config, &recorded.options.deploy, &recorded.options.rules_dir,
+                            &recorded.options.catalog_dir})
     if (!path->empty()) *path = files.now(*path);
+  plan::AnalyzeOptions options = recorded.options;
+  if (!paths.empty()) options.paths = paths;
   Reanalysis again = reanalyse(options);
   files.align(again.plan, plan_path);
   return again;

@@ -59,8 +59,11 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 // own), after checking that no file changed since (ApplyError naming it).
 // The paths may spell the plan's files another way (relative, absolute,
 // through a symlink: apply/plan_paths.h); the re-run's candidate ids are
-// then spelt as the plan's, so its ids find them.
-Reanalysis reanalyse_plan(const plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths);
+// then spelt as the plan's, so its ids find them. The config, deployment
+// file and rules and catalog folders `recorded` names are pointed at where
+// they are found from here, for the steps after it (verify's model check
+// builds the model from that config).
+Reanalysis reanalyse_plan(plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths);
 
 // Throws ApplyError (stale or malformed plan, unknown --only id, edits that
 // overlap) and the analysis' own input errors.

@@ -8,7 +8,8 @@ copy of llama_like:
    "manual" row, an id may be spelt with either path, and the report shows
    real numbers;
 2. the same through a symlinked folder, and with analyze run from the
-   parent folder (`m/model.py`) while apply runs inside it (`model.py`);
+   parent folder (`m/model.py`) while apply and apply --verify run inside it
+   (`model.py`; the loop's model check finds the plan's config from there);
 3. output folders that do not exist yet are made: analyze -o, apply --out,
    apply --diff, apply --verify --out;
 4. a file changed since analyze: apply, verify and apply --verify stop with
@@ -120,6 +121,14 @@ def main():
         want_rel = [i.replace(str(model), "m/model.py") for i in want]
         if r.returncode != 0 or applied(r.stdout) != want_rel:
             problems.append(f"analyze from the parent, apply inside: exit {r.returncode}: {r.stdout[-800:]}{r.stderr}")
+        # the loop's model check builds the model from the plan's config (m/config.json), found from here too
+        r = run([npufuse, "apply", "model.py", "--plan", plan_rel, "--only", short, "--verify", "--out", "inside_pv"],
+                model_dir)
+        report = model_dir / "inside_pv" / "report.json"
+        c = json.loads(report.read_text())["candidates"] if report.exists() else []
+        if r.returncode != 0 or [x["status"] for x in c] != ["kept"] or not (c[0].get("model_check") or {}).get("passed"):
+            problems.append(f"apply --verify inside, plan from the parent: exit {r.returncode}: "
+                            f"{[(x['id'], x['status'], x['conclusion']) for x in c]} {r.stderr[-800:]}")
 
         # 4. A file changed since: an error naming it, whatever the spelling.
         model.write_text(model.read_text() + "\n# edited\n")
