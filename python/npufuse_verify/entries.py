@@ -59,6 +59,9 @@ class SelfContained:
     def __init__(self, module):
         self.module = module
 
+    def full_config(self, config):
+        return dict(config)
+
     def build(self, config):
         return self.module.from_config(config).eval()
 
