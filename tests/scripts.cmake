@@ -90,12 +90,29 @@ add_test(NAME compare_ports
 # torch_npu the patched model computes the original's logits (each operator
 # the patch calls, made wrong in turn, must be caught).
 foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
-               qwen3_moe_like vllm_style)
+               qwen3_moe_like rope_caller_broadcast rope_inner_broadcast vllm_style)
   add_test(NAME apply_patched_model_${_model}
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_patched_model.py
                    --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --model ${_model})
   set_tests_properties(apply_patched_model_${_model} PROPERTIES TIMEOUT 300)
 endforeach()
+
+# The RoPE rewrites (rope.rope_half, rope.rope_half_rotary_mul) on each form real code
+# gives its cos/sin tables their unit axes (HF's unsqueeze_dim, `cos[None, None]` or
+# `unsqueeze(0).unsqueeze(0)` inside the helper or in its caller, an index inside the
+# multiply): applied, equal to the original on CPU, and on the fused operator's path.
+add_test(NAME apply_rope_table_forms
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_rope_table_forms.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(apply_rope_table_forms PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# A plan's candidate ids found again whatever form of the same path apply, verify,
+# apply --verify and explain are given (relative, absolute, through a symlink, from
+# another folder); missing output folders made; a changed file an error naming it.
+add_test(NAME apply_plan_paths
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/apply/check_plan_paths.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(apply_plan_paths PROPERTIES TIMEOUT 600)
 
 # The HTML report in headless Chromium: cards, pictures and filters checked in
 # the DOM against the JSON plan, planted markup stays text, screenshots kept
@@ -143,7 +160,7 @@ add_test(NAME apply_verify_package_file
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case package)
 set_tests_properties(apply_verify_package_file PROPERTIES TIMEOUT 900)
 foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_style hybrid_moe_like llama_like qwen3_like
-               qwen3_moe_like vllm_style)
+               qwen3_moe_like rope_caller_broadcast rope_inner_broadcast vllm_style)
   add_test(NAME apply_verify_${_model}
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/verify/check_verify_cli.py
                    --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case models --model ${_model})

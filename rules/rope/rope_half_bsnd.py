@@ -18,8 +18,10 @@ Example
     q_out = q * c + rotate_half(q) * s
     k_out = k * c + rotate_half(k) * s
 Use instead
-    # q, k as (B, S, N, D), cos/sin as (B, S, 1, D)
-    q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2), sin.unsqueeze(2),
+    # q, k as (B, S, N, D), cos/sin as (B, S, 1, D): a table
+    # the batch shares, (1, S, D), is expanded to B (A2/A3 take no batch axis of 1)
+    q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2).expand(b, -1, -1, -1),
+                                               sin.unsqueeze(2).expand(b, -1, -1, -1),
                                                layout='BSND')
 Fix safety
     Safe under the checked conditions: head_dim 64 or 128 and equal for q, k, cos and
@@ -86,8 +88,10 @@ RULE = {
     q_out = q * c + rotate_half(q) * s
     k_out = k * c + rotate_half(k) * s
 替代写法
-    # q、k为(B, S, N, D)，cos/sin为(B, S, 1, D)
-    q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2), sin.unsqueeze(2),
+    # q、k为(B, S, N, D)，cos/sin为(B, S, 1, D)：
+    # 整个batch共用的(1, S, D)表需展开到B（A2/A3不接受batch轴为1）
+    q, k = torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2).expand(b, -1, -1, -1),
+                                               sin.unsqueeze(2).expand(b, -1, -1, -1),
                                                layout='BSND')
 修复安全性
     在检查条件下安全：head_dim为64或128，且q、k、cos、sin相同（否则适用
@@ -145,7 +149,10 @@ def lookalike_sign_flipped(q, k, cos, sin):
 def replace(q, k, cos, sin):
     q = q.contiguous()
     k = k.contiguous()
-    torch_npu.npu_apply_rotary_pos_emb(q, k, cos.unsqueeze(2), sin.unsqueeze(2), layout="BSND")
+    # (B, S, 1, D) with the queries' B: a table the batch shares (B = 1) is expanded, as A2/A3 need.
+    c = cos.unsqueeze(2).expand(q.shape[0], -1, -1, -1)
+    s = sin.unsqueeze(2).expand(q.shape[0], -1, -1, -1)
+    torch_npu.npu_apply_rotary_pos_emb(q, k, c, s, layout="BSND")
     return q, k
 
 

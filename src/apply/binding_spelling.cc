@@ -262,6 +262,60 @@ struct GroupedForm {
   std::string first_refusal;           // what the refusal says when the form is not complete
 };
 
+// Squeezing the axes `views` added, last first: `.squeeze(1)` after
+// `x.unsqueeze(1)`, exactly the value before them (each axis has size 1).
+std::string undo_views(const std::vector<int>& axes) {
+  std::string out;
+  for (auto a = axes.rbegin(); a != axes.rend(); ++a) out += fmt::format(".squeeze({})", *a);
+  return out;
+}
+
+// `text` as the receiver of a method call.
+std::string receiver_text(const std::string& text) {
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    switch (parsed->expr->kind) {
+      case ast::NodeKind::Name:
+      case ast::NodeKind::Attribute:
+      case ast::NodeKind::Call:
+      case ast::NodeKind::Subscript:
+        return text;
+      default:
+        break;
+    }
+  } catch (const std::exception&) {
+  }
+  return "(" + text + ")";
+}
+
+}  // namespace
+
+std::string viewed_spelling(const std::string& after_views, const std::vector<int>& axes) {
+  return receiver_text(after_views) + undo_views(axes);
+}
+
+namespace {
+
+// The parameter's spelling, the bound value made from the value after the
+// chain's own unit-axis views, when the binding has no spelling of its own:
+// the views were left in the caller (ViewedSide::left_in_place), or the
+// expression that made the bound value goes on to make the value after them
+// (`cos = cos[None, None]`: the chain bound the table after the first None,
+// and that text spells the table after both). The value after the views is
+// what the chain reads, with the rank the model gives it, whatever form
+// the rule's replace assumes.
+const plan::Candidate::ViewedSide* spelt_after_views(const plan::Candidate& c, size_t i, const Origin& origin) {
+  if (i >= c.apply_binding_viewed.size()) return nullptr;
+  const plan::Candidate::ViewedSide& side = c.apply_binding_viewed[i];
+  if (side.views.empty()) return nullptr;
+  if (side.left_in_place) return &side;
+  if (origin.kind != Origin::Kind::Expression) return nullptr;
+  bool text_goes_on = std::any_of(side.views.begin(), side.views.end(), [&](const plan::Candidate::SourceRange& v) {
+    return v.file == origin.range.file && v.begin == origin.range.begin && v.end == origin.range.end;
+  });
+  return text_goes_on ? &side : nullptr;
+}
+
 }  // namespace
 
 SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& r) {
@@ -269,8 +323,17 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
   std::map<std::pair<uint32_t, uint32_t>, int> moved_uses;  // a moved expression must be computed once
   GroupedForm grouped;
   for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
-    const auto& [param, text] = c.apply_bindings[i];
+    const std::string& param = c.apply_bindings[i].first;
+    std::string text = c.apply_bindings[i].second;
     Origin origin = i < c.apply_binding_origins.size() ? c.apply_binding_origins[i] : Origin{};
+    // The chain adds unit axes to the bound value itself (a RoPE table's
+    // unsqueeze): the model hands it over at the rank the rule declares, so
+    // no rank is assumed from how it was made.
+    const bool viewed_by_chain = i < c.apply_binding_viewed.size() && !c.apply_binding_viewed[i].views.empty();
+    const plan::Candidate::ViewedSide* after = spelt_after_views(c, i, origin);
+    if (after && !after->left_in_place) text = after->text, origin = after->origin;
+    // Every spelling below, with those views undone.
+    auto bind = [&](const std::string& spelt) { out.arguments[param] = after ? viewed_spelling(spelt, after->axes) : spelt; };
     // "1 / x": a parameter the model divides by.
     std::string prefix = text.rfind("1 / ", 0) == 0 ? "1 / " : "";
     std::string name = text.substr(prefix.size());
@@ -282,18 +345,18 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
         if (!stores_of(*r.fn->fn, name, begin, end).empty()) point = end;
     if (origin.kind == Origin::Kind::Other ||
         (!described && (!is_identifier(name) || name_holds(*r.fn, name, origin, point)))) {
-      out.arguments[param] = text;
+      bind(text);
       continue;
     }
     if (!described && prefix.empty()) {
       if (std::string alias = alias_holding(*r.fn, name, origin, r.edit_point); !alias.empty()) {
-        out.arguments[param] = alias;
+        bind(alias);
         continue;
       }
     }
     std::string why;
     if (std::optional<std::string> moved = moved_expression(origin, r, why)) {
-      if (auto d = r.declared_shape.find(param); d != r.declared_shape.end()) {
+      if (auto d = r.declared_shape.find(param); d != r.declared_shape.end() && !viewed_by_chain) {
         const std::vector<std::string>& axes = d->second;
         ViewOf view = view_of(*moved);
         size_t rank = view.unit_axis ? axes.size() + 1 : view.rank;
@@ -313,7 +376,7 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
           }
           (regroup ? grouped.regrouped : grouped.unit_axis).push_back(param);
           if (grouped.first_refusal.empty()) grouped.first_refusal = refusal;
-          out.arguments[param] = view.receiver;
+          bind(view.receiver);
           continue;
         }
       }
@@ -324,14 +387,14 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
                                   param, *moved, line_at(*r.fn, origin.range.begin));
         return out;
       }
-      out.arguments[param] = prefix.empty() ? *moved : prefix + "(" + *moved + ")";
+      bind(prefix.empty() ? *moved : prefix + "(" + *moved + ")");
       continue;
     }
     if (std::string constant = origin.kind == Origin::Kind::Expression && origin.range.file == r.fn->file->path
                                    ? class_constant(*r.fn, origin.range.begin, origin.range.end)
                                    : "";
         !constant.empty()) {
-      out.arguments[param] = prefix.empty() ? constant : prefix + "(" + constant + ")";
+      bind(prefix.empty() ? constant : prefix + "(" + constant + ")");
       continue;
     }
     // The name the chain's op reads after casts outside the chain, where it
@@ -340,7 +403,7 @@ SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& 
     if (i < c.apply_binding_cast_reads.size() && prefix.empty()) {
       const plan::Candidate::ReaderSide& cast = c.apply_binding_cast_reads[i];
       if (is_identifier(cast.text) && name_holds(*r.fn, cast.text, cast.origin, point)) {
-        out.arguments[param] = cast.text;
+        bind(cast.text);
         continue;
       }
     }

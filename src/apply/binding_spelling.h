@@ -48,6 +48,15 @@ struct SpelledBindings {
 };
 
 // For a candidate matched in fn itself (c.apply_function == fn's name).
+// A binding whose value the chain's own unit-axis views read
+// (plan::Candidate::ViewedSide) is spelt from the value after them, squeezed,
+// where its own text would spell that later value (`cos[None, None]` when
+// the chain bound the table after the first None) or where apply left the
+// views in a caller.
 SpelledBindings spell_bindings(const plan::Candidate& c, const SpellingRequest& request);
+
+// `after_views` (the value after a chain's unit-axis views, as spelt) with
+// those axes squeezed again, last first: the value before them.
+std::string viewed_spelling(const std::string& after_views, const std::vector<int>& axes);
 
 }  // namespace npufuse::apply

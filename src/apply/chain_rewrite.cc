@@ -641,8 +641,11 @@ plan::Candidate only_bindings(const plan::Candidate& c, const std::function<bool
   out.apply_binding_origins.clear();
   out.apply_binding_readers.clear();
   out.apply_binding_cast_reads.clear();
+  out.apply_binding_viewed.clear();
   for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
     if (!keep(i)) continue;
+    out.apply_binding_viewed.push_back(i < c.apply_binding_viewed.size() ? c.apply_binding_viewed[i]
+                                                                         : plan::Candidate::ViewedSide{});
     out.apply_bindings.push_back(c.apply_bindings[i]);
     out.apply_binding_origins.push_back(i < c.apply_binding_origins.size() ? c.apply_binding_origins[i]
                                                                            : plan::Candidate::BindingOrigin{});
@@ -684,29 +687,41 @@ bool same_range(const Range& a, const Range& b) { return a.file == b.file && a.b
 // `c` with the casts and views it took over on the way to some bindings left
 // out, those bindings reading the value after them instead
 // (plan::Candidate::ReaderSide), when `ops` all lie among them; nullopt
-// otherwise.
+// otherwise. The chain's own unit-axis views of a bound value
+// (plan::Candidate::ViewedSide: RoPE tables a caller broadcast before it
+// calls the helper that multiplies) may be left so too, all of a binding's
+// together: the binding then reads the value after them, those axes squeezed.
 std::optional<plan::Candidate> leaving_views(const plan::Candidate& c, const std::vector<Range>& ops) {
-  std::set<size_t> bindings;
+  auto among = [](const std::vector<Range>& ranges, const Range& op) {
+    return std::any_of(ranges.begin(), ranges.end(), [&](const Range& p) { return same_range(p, op); });
+  };
+  std::set<size_t> bindings, viewed;
   for (const Range& op : ops) {
     bool covered = false;
-    for (size_t i = 0; i < c.apply_binding_readers.size() && i < c.apply_bindings.size(); ++i) {
-      const std::vector<Range>& passed = c.apply_binding_readers[i].passed;
-      if (std::any_of(passed.begin(), passed.end(), [&](const Range& p) { return same_range(p, op); })) {
+    for (size_t i = 0; i < c.apply_binding_readers.size() && i < c.apply_bindings.size(); ++i)
+      if (among(c.apply_binding_readers[i].passed, op)) {
         bindings.insert(i);
         covered = true;
       }
+    for (size_t i = 0; i < c.apply_binding_viewed.size() && i < c.apply_bindings.size(); ++i) {
+      const std::vector<Range>& views = c.apply_binding_viewed[i].views;
+      if (!among(views, op)) continue;
+      bool all_left = std::all_of(views.begin(), views.end(), [&](const Range& v) { return among(ops, v); });
+      if (!all_left) return std::nullopt;
+      viewed.insert(i);
+      covered = true;
     }
     if (!covered) return std::nullopt;
   }
-  if (bindings.empty()) return std::nullopt;
+  if (bindings.empty() && viewed.empty()) return std::nullopt;
   plan::Candidate left = c;
   left.apply_ops.clear();
   left.apply_op_copies.clear();
   for (size_t k = 0; k < c.apply_ops.size(); ++k) {
-    bool passed = std::any_of(bindings.begin(), bindings.end(), [&](size_t i) {
-      const std::vector<Range>& p = c.apply_binding_readers[i].passed;
-      return std::any_of(p.begin(), p.end(), [&](const Range& r) { return same_range(r, c.apply_ops[k]); });
-    });
+    bool passed = std::any_of(bindings.begin(), bindings.end(),
+                              [&](size_t i) { return among(c.apply_binding_readers[i].passed, c.apply_ops[k]); }) ||
+                  std::any_of(viewed.begin(), viewed.end(),
+                              [&](size_t i) { return among(c.apply_binding_viewed[i].views, c.apply_ops[k]); });
     if (passed) continue;
     left.apply_ops.push_back(c.apply_ops[k]);
     if (k < c.apply_op_copies.size()) left.apply_op_copies.push_back(c.apply_op_copies[k]);
@@ -715,6 +730,12 @@ std::optional<plan::Candidate> leaving_views(const plan::Candidate& c, const std
     left.apply_bindings[i].second = c.apply_binding_readers[i].text;
     if (i < left.apply_binding_origins.size()) left.apply_binding_origins[i] = c.apply_binding_readers[i].origin;
     left.apply_binding_readers[i] = {};
+  }
+  for (size_t i : viewed) {
+    plan::Candidate::ViewedSide& side = left.apply_binding_viewed[i];
+    left.apply_bindings[i].second = side.text;
+    if (i < left.apply_binding_origins.size()) left.apply_binding_origins[i] = side.origin;
+    side.left_in_place = true;
   }
   return left;
 }
@@ -1314,8 +1335,13 @@ std::variant<Rewritten, Refused> rewrite(const plan::Candidate& c, const model::
 std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan::Candidate& c,
                                                 const model::SourceSet& sources, std::string& missing) {
   std::map<std::string, std::string> out;
+  // Views of a bound value left in the caller: the value after them, squeezed.
+  auto undone = [&](size_t i, const std::string& text) {
+    if (i >= c.apply_binding_viewed.size() || !c.apply_binding_viewed[i].left_in_place || text.empty()) return text;
+    return viewed_spelling(text, c.apply_binding_viewed[i].axes);
+  };
   if (fn.qualified == c.apply_function) {
-    for (const auto& [param, text] : c.apply_bindings) out[param] = text;
+    for (size_t i = 0; i < c.apply_bindings.size(); ++i) out[c.apply_bindings[i].first] = undone(i, c.apply_bindings[i].second);
     return out;
   }
   std::optional<FunctionAt> caller = function_named(sources, c.apply_function);
@@ -1344,7 +1370,8 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
       return true;
     });
   }
-  for (const auto& [param, text] : c.apply_bindings) {
+  for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
+    const auto& [param, text] = c.apply_bindings[i];
     // Bound to nothing: no spelling here either (module_buffer may find one).
     if (text.empty()) {
       out[param] = "";
@@ -1357,13 +1384,13 @@ std::map<std::string, std::string> arguments_in(const FunctionAt& fn, const plan
       size_t dot = text.find('.');
       auto base = dot == std::string::npos ? caller_text_to_param.end() : caller_text_to_param.find(text.substr(0, dot));
       if (base != caller_text_to_param.end() && is_identifier(base->first) && is_dotted_path(text)) {
-        out[param] = base->second + text.substr(dot);
+        out[param] = undone(i, base->second + text.substr(dot));
         continue;
       }
       missing = fmt::format("{} = {} (bound in {}) has no name inside {}", param, text, c.apply_function, fn.qualified);
       return {};
     }
-    out[param] = it->second;
+    out[param] = undone(i, it->second);
   }
   return out;
 }

@@ -86,6 +86,7 @@ MergeGateUp merge_gate_up(const plan::Candidate& c, const model::SourceSet& sour
                                        "    return down_proj(torch_npu.npu_swiglu(gate_up_proj(x), dim=-1))\n");
   plan::Candidate bound = c;
   bound.apply_bindings = {{"x", x}, {"down_proj", "self." + down}, {"gate_up_proj", "self." + merged}};
+  bound.apply_binding_viewed.clear();  // the bindings are new: nothing the chain views
   ChainRewrite forward_edit = rewrite_chain(bound, sources, merged_forward.rule);
   if (!forward_edit.edit) {
     out.where = forward_edit.where;

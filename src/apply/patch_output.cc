@@ -57,9 +57,7 @@ Written write_patches(const PatchSet& patches, const OutputRequest& request) {
     }
     for (size_t i = 0; i < patches.files.size(); ++i) {
       fs::path target = fs::path(request.out_dir) / shown[i];
-      std::error_code ec;
-      fs::create_directories(target.parent_path(), ec);
-      if (ec) throw FileError(fmt::format("{}: cannot create directory: {}", target.parent_path().string(), ec.message()));
+      make_parent_directories(target.string());
       write_file_atomic(target.string(), patches.files[i].patched);
       written.files.push_back(target.string());
     }
@@ -85,6 +83,7 @@ Written write_patches(const PatchSet& patches, const OutputRequest& request) {
   if (request.diff_file == "-") {
     std::fwrite(written.diff.data(), 1, written.diff.size(), stdout);
   } else if (!request.diff_file.empty()) {
+    make_parent_directories(request.diff_file);
     write_file_atomic(request.diff_file, written.diff);
     written.files.push_back(request.diff_file);
   }

@@ -13,6 +13,7 @@
 #include "apply/chain_rewrite.h"
 #include "apply/merge_gate_up.h"
 #include "apply/plan_file.h"
+#include "apply/plan_paths.h"
 #include "apply/prerequisite_steps.h"
 #include "apply/source_functions.h"
 #include "apply/stack_expert_weights.h"
@@ -47,6 +48,21 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options) {
   in.options = options;
   plan::Plan fresh = plan::build_plan(in);
   return Reanalysis{std::move(sources), std::move(rules), std::move(fresh), std::move(config)};
+}
+
+Reanalysis reanalyse_plan(plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths) {
+  PlanFiles files(recorded, paths);
+  files.check_current(plan_path);
+  // The config (and deployment file, rules and catalog folders) the plan
+  // names, where the model's paths given now put them (beside the model).
+  for (std::string* path : {&recorded.options.config, &recorded.options.deploy, &recorded.options.rules_dir,
+                            &recorded.options.catalog_dir})
+    if (!path->empty()) *path = files.now(*path);
+  plan::AnalyzeOptions options = recorded.options;
+  if (!paths.empty()) options.paths = paths;
+  Reanalysis again = reanalyse(options);
+  files.align(again.plan, plan_path);
+  return again;
 }
 
 namespace {
@@ -90,11 +106,8 @@ std::string where_of(const plan::Location& l) { return fmt::format("{}:{}", l.fi
 // candidate's place (and the preferred one is not, unless it is named too).
 std::vector<std::vector<const plan::Candidate*>> chosen(const plan::Plan& recorded, const plan::Plan& fresh,
                                                         const PatchRequest& request, PatchSet& out) {
-  std::set<std::string> wanted(request.only.begin(), request.only.end());
-  for (const std::string& id : request.only)
-    if (!find_id(recorded, id))
-      throw ApplyError(fmt::format("{}: no candidate '{}' in the plan (did you mean '{}'?)", request.plan_path, id,
-                                   closest_id(id, recorded)));
+  std::vector<std::string> only = plan_ids(recorded, request.plan_path, request.paths, request.only);
+  std::set<std::string> wanted(only.begin(), only.end());
   auto located = [&](const plan::Candidate& c) {
     const plan::Candidate* again = find_id(fresh, c.id);
     if (!again)
@@ -124,6 +137,24 @@ std::vector<std::vector<const plan::Candidate*>> chosen(const plan::Plan& record
   }
   return picked;
 }
+
+}  // namespace
+
+std::vector<std::string> plan_ids(const plan::Plan& recorded, const std::string& plan_path,
+                                  const std::vector<std::string>& paths, const std::vector<std::string>& ids) {
+  const PlanFiles files(recorded, paths);
+  std::vector<std::string> out;
+  for (const std::string& id : ids) {
+    std::string known = files.recorded_id(id);
+    if (known.empty())
+      throw ApplyError(
+          fmt::format("{}: no candidate '{}' in the plan (did you mean '{}'?)", plan_path, id, closest_id(id, recorded)));
+    out.push_back(known);
+  }
+  return out;
+}
+
+namespace {
 
 bool overlaps(const Edit& a, const Edit& b) { return a.file == b.file && a.begin < b.end && b.begin < a.end; }
 
@@ -217,13 +248,7 @@ const plan::Candidate* done_by(const plan::Candidate& c, const std::vector<const
 
 PatchSet make_patches(const PatchRequest& request) {
   plan::Plan recorded = read_plan_file(request.plan_path);
-  check_plan_is_current(recorded, request.plan_path);
-  plan::AnalyzeOptions options = recorded.options;
-  if (!request.paths.empty()) options.paths = request.paths;
-  Reanalysis again = reanalyse(options);
-  if (again.plan.files != recorded.files)
-    throw ApplyError(fmt::format("{}: the plan was made for {}, but the paths given load {}", request.plan_path,
-                                 fmt::join(recorded.files, ", "), fmt::join(again.plan.files, ", ")));
+  Reanalysis again = reanalyse_plan(recorded, request.plan_path, request.paths);
 
   PatchSet out;
   std::vector<Edit> chain_edits;

@@ -55,6 +55,16 @@ struct Reanalysis {
 };
 Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 
+// The recorded plan's analysis run again over `paths` (empty: the plan's
+// own), after checking that no file changed since (ApplyError naming it).
+// The paths may spell the plan's files another way (relative, absolute,
+// through a symlink: apply/plan_paths.h); the re-run's candidate ids are
+// then spelt as the plan's, so its ids find them. The config, deployment
+// file and rules and catalog folders `recorded` names are pointed at where
+// they are found from here, for the steps after it (verify's model check
+// builds the model from that config).
+Reanalysis reanalyse_plan(plan::Plan& recorded, const std::string& plan_path, const std::vector<std::string>& paths);
+
 // Throws ApplyError (stale or malformed plan, unknown --only id, edits that
 // overlap) and the analysis' own input errors.
 //
@@ -66,5 +76,12 @@ Reanalysis reanalyse(const plan::AnalyzeOptions& options);
 // the same edits without the dropped ones. Without `only`, a candidate that
 // yields no edit leaves its chain to its applicable alternatives in order.
 PatchSet make_patches(const PatchRequest& request);
+
+// --only's ids as the plan spells them: each may spell its file another way
+// (`norm.rms_norm@m.py:52` for the plan's `norm.rms_norm@/abs/m.py:52`,
+// apply/plan_paths.h). Throws ApplyError for an id the plan does not hold,
+// naming the closest one.
+std::vector<std::string> plan_ids(const plan::Plan& recorded, const std::string& plan_path,
+                                  const std::vector<std::string>& paths, const std::vector<std::string>& ids);
 
 }  // namespace npufuse::apply

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apply/apply_error.h"
+#include "apply/plan_paths.h"
 #include "report/plan_json.h"
 #include "util/file_io.h"
-#include "util/sha256.h"
 
 namespace npufuse::apply {
 namespace {
@@ -53,20 +53,7 @@ plan::Plan read_plan_file(const std::string& path) {
 }
 
 void check_plan_is_current(const plan::Plan& plan, const std::string& plan_path) {
-  if (plan.file_hashes.empty())
-    throw ApplyError(fmt::format("{}: the plan records no file hashes; run npufuse analyze again", plan_path));
-  for (const auto& [file, recorded] : plan.file_hashes) {
-    std::string now;
-    try {
-      now = util::sha256_hex(read_file(file));
-    } catch (const FileError& e) {
-      throw ApplyError(fmt::format("{}: analysed by {} but cannot be read now ({})", file, plan_path, e.what()));
-    }
-    if (now != recorded)
-      throw ApplyError(fmt::format(
-          "{}: changed since {} was made (sha256 {} there, {} now); run npufuse analyze again and apply the new plan",
-          file, plan_path, recorded.substr(0, 12), now.substr(0, 12)));
-  }
+  PlanFiles(plan, {}).check_current(plan_path);
 }
 
 }  // namespace npufuse::apply

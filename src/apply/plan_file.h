@@ -12,7 +12,9 @@ namespace npufuse::apply {
 plan::Plan read_plan_file(const std::string& path);
 
 // Throws ApplyError naming the first analysed file whose bytes no longer
-// hash to what the plan recorded (or that is gone).
+// hash to what the plan recorded (or that is gone, or has no hash), each read
+// at the path the plan records (apply/plan_paths.h reads them where the
+// paths given now put them).
 void check_plan_is_current(const plan::Plan& plan, const std::string& plan_path);
 
 }  // namespace npufuse::apply

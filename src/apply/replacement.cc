@@ -249,6 +249,26 @@ std::string replacement_text(const ReplacementRequest& r) {
         throw ApplyError(fmt::format("{}: replace updates its parameter '{}' in place; assign it to a local first",
                                      r.rule_source->path(), std::string(t->id)));
     auto substitute = [&](const ast::Node* n) {
+      // `cos.unsqueeze(1)` with cos bound to `t.squeeze(1)` (the table the
+      // model had already given that axis, apply/binding_spelling.h): `t`.
+      if (auto* call = ast::as<ast::Call>(n); call && call->args.size == 1 && call->keywords.size == 0) {
+        auto* method = ast::as<ast::Attribute>(call->func);
+        auto* receiver = method ? ast::as<ast::Name>(method->value) : nullptr;
+        std::string id = receiver ? std::string(receiver->id) : "";
+        auto bound = receiver && method->attr == "unsqueeze" && receiver->ctx == ast::expr_context::Load &&
+                             params.count(id) && !stored.count(id)
+                         ? r.arguments.find(id)
+                         : r.arguments.end();
+        if (bound != r.arguments.end()) {
+          std::string squeeze =
+              ".squeeze(" + std::string(source.substr(call->args[0]->begin, call->args[0]->end - call->args[0]->begin)) + ")";
+          const std::string& text = bound->second;
+          if (text.size() > squeeze.size() && text.ends_with(squeeze)) {
+            edits.push_back(TextEdit{call->begin, call->end, as_operand(text.substr(0, text.size() - squeeze.size()))});
+            return false;
+          }
+        }
+      }
       auto* name = ast::as<ast::Name>(n);
       if (!name) return true;
       std::string id(name->id);

@@ -156,6 +156,7 @@ StackedExperts stack_expert_weights(const plan::Candidate& c, const model::Sourc
   plan::Candidate bound = c;
   bound.apply_bindings.clear();
   bound.apply_binding_origins.clear();
+  bound.apply_binding_viewed.clear();  // the bindings are new: nothing the chain views
   for (size_t i = 0; i < c.apply_bindings.size(); ++i) {
     const std::string& p = c.apply_bindings[i].first;
     if (p == "gate_weights" || p == "up_weights" || p == "down_weights") continue;

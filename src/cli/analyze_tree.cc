@@ -50,7 +50,10 @@ int run_analyze_tree(const plan::AnalyzeOptions& analysis, const std::string& fo
     scan::ScanReport report = scan::run_tree_scan(o);
     std::string text = format == "json" ? report.summary.dump(2) + "\n" : scan::summary_markdown(report.summary, lang);
     if (summary_file.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-    else write_file_atomic(summary_file, text);
+    else {
+      make_parent_directories(summary_file);
+      write_file_atomic(summary_file, text);
+    }
     std::fflush(stdout);
     print_failures(report.summary);
     print_totals(report);

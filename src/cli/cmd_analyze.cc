@@ -72,7 +72,10 @@ int run_analyze(const AnalyzeCliOptions& o) {
     if (plan.tool_version.empty()) plan.tool_version = NPUFUSE_VERSION;
     std::string text = render(plan, o);
     if (o.out.empty()) std::fwrite(text.data(), 1, text.size(), stdout);
-    else write_file_atomic(o.out, text);
+    else {
+      make_parent_directories(o.out);
+      write_file_atomic(o.out, text);
+    }
     if (o.timings) print_timings(times);
     return kOk;
   } catch (const frontend::SyntaxError& e) {

@@ -15,6 +15,7 @@
 #include "apply/apply_error.h"
 #include "apply/patch_plan.h"
 #include "apply/plan_file.h"
+#include "apply/plan_paths.h"
 #include "cli/command.h"
 #include "report/candidate_explanation.h"
 #include "report/html_candidate_card.h"
@@ -128,7 +129,11 @@ int run_explain(const ExplainOptions& o) {
     fmt::print(stderr, "npufuse explain: {}\n", err.what());
     return kUsage;
   }
-  Found found = find_candidate(plan, o.id);
+  // The id may spell its file another way than the plan (relative,
+  // absolute, through a symlink): the plan's spelling from here on.
+  std::string id = apply::PlanFiles(plan, {}).recorded_id(o.id);
+  if (id.empty()) id = o.id;
+  Found found = find_candidate(plan, id);
   if (!found.candidate) {
     std::vector<std::string> close = closest_ids(plan, o.id);
     fmt::print(stderr, "npufuse explain: {}: no candidate '{}' in the plan\n", o.plan, o.id);
@@ -166,7 +171,7 @@ int run_explain(const ExplainOptions& o) {
     fmt::print(stderr, "npufuse explain: warning: {}\n", warning);
     e.fix_notes.push_back("no fix preview: the plan no longer describes the files");
   }
-  if (current) add_fix_preview(e, o.plan, o.id);
+  if (current) add_fix_preview(e, o.plan, id);
 
   std::string text = o.format == "json" ? report::explanation_json(e).dump(2) + "\n"
                                         : report::explanation_markdown(e, o.lang == "zh" ? report::Lang::Zh : report::Lang::En);

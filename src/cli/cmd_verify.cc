@@ -13,6 +13,8 @@
 
 #include "apply/apply_error.h"
 #include "apply/edits.h"
+#include "apply/patch_plan.h"
+#include "apply/plan_file.h"
 #include "catalog/diagnostics.h"
 #include "cli/command.h"
 #include "frontend/diagnostic.h"
@@ -35,12 +37,12 @@ struct VerifyCliOptions {
   std::string format = "md";
 };
 
-// Both reports are written under --out; the one asked for is also printed.
+// Both reports are written under --out (made when missing); the one asked
+// for is also printed.
 void write_reports(const verify::VerifyReport& report, const std::string& out_dir, const std::string& format) {
   std::string md = verify::report_markdown(report);
   std::string js = verify::report_json(report).dump(2) + "\n";
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);  // --out may name a folder that does not exist yet
+  make_directories(out_dir);
   write_file_atomic((fs::path(out_dir) / "report.md").string(), md);
   write_file_atomic((fs::path(out_dir) / "report.json").string(), js);
   std::string shown = format == "json" ? js : md;
@@ -102,6 +104,9 @@ int run_verify(VerifyCliOptions o) {
       o.run.plan_path = o.input;
       if (o.run.out_dir.empty()) o.run.out_dir = "npufuse-verify";
     }
+    // --only (or the manifest's ids) as the plan spells them; an id the
+    // plan lacks is an input error.
+    o.run.only = apply::plan_ids(apply::read_plan_file(o.run.plan_path), o.run.plan_path, o.run.paths, o.run.only);
     verify::VerifyReport report = verify::verify_plan(o.run);
     write_reports(report, o.run.out_dir, o.format);
     return report.all_passed() ? static_cast<int>(kOk) : static_cast<int>(kFindings);
@@ -121,7 +126,7 @@ int run_apply_verify(const std::string& plan, const std::vector<std::string>& pa
     verify::VerifyOptions run;
     run.plan_path = plan;
     run.paths = paths;
-    run.only = only;
+    run.only = apply::plan_ids(apply::read_plan_file(plan), plan, paths, only);
     run.out_dir = out_dir;
     run.python = python;
     run.entry = entry;

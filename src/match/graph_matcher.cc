@@ -770,7 +770,20 @@ class Walk {
     if (!p || !t) return std::nullopt;
     if (*p == *t) return true;
     auto after_ellipsis = [](const DataflowOp& op) { return op.attrs.size() > 2 && op.attrs[2] == model::kAfterEllipsis; };
-    return (*p < 0 && *t >= 0 && after_ellipsis(P)) || (*t < 0 && *p >= 0 && after_ellipsis(T));
+    if ((*p < 0 && *t >= 0 && after_ellipsis(P)) || (*t < 0 && *p >= 0 && after_ellipsis(T))) return true;
+    // Next to a unit axis the model's own unsqueeze just added at `a`, a new
+    // axis at a or at a + 1 gives the same tensor: the second unsqueeze(0) of
+    // `cos.unsqueeze(0).unsqueeze(0)` is the pattern's unsqueeze(1) of
+    // `cos.unsqueeze(0)`.
+    if (*p >= 0 && *t >= 0 && (*p == *t + 1 || *t == *p + 1) && !T.inputs.empty() &&
+        tg_.values[static_cast<size_t>(T.inputs[0])].producer >= 0) {
+      const DataflowOp& below = tg_.producer_of(T.inputs[0]);
+      if (below.name == "unsqueeze" && below.outputs.size() == 1) {
+        std::optional<int> a = dim(tg_, t_.arguments.of(below));
+        if (a && *a == std::min(*p, *t)) return true;
+      }
+    }
+    return false;
   }
 
   // `torch.cat([a, b])` and `torch.cat((a, b))`: the tensors a concatenation

@@ -58,6 +58,41 @@ Candidate::ReaderSide reader_side(const match::Match& m, const match::Binding& b
   return side;
 }
 
+// The unit-axis views the chain itself puts on the value bound by `b`
+// before it computes with it: the chain's unsqueezes reading it, one after
+// the other (`cos[None, None]` is unsqueeze(0) then unsqueeze(1)), and the
+// value after them.
+Candidate::ViewedSide viewed_side(const match::Match& m, const match::Binding& b) {
+  Candidate::ViewedSide side;
+  if (b.value < 0) return side;
+  const model::FunctionDataflow& g = *m.target;
+  const std::set<int> chain(m.ops.begin(), m.ops.end());
+  int v = b.value;
+  for (;;) {
+    int next = -1;
+    for (int r : g.consumers(v)) {
+      if (!chain.count(r)) continue;
+      if (next >= 0) {
+        next = -1;  // read by several ops of the chain: not one view
+        break;
+      }
+      next = r;
+    }
+    if (next < 0) break;
+    const model::DataflowOp& op = g.ops[static_cast<size_t>(next)];
+    if (op.name != "unsqueeze" || op.inputs.size() != 2 || op.inputs[0] != v || op.outputs.size() != 1 || !op.file) break;
+    std::optional<match::ConstantValue> axis = match::constant_of(g, op.inputs[1]);
+    if (!axis || !axis->numeric) break;
+    side.views.push_back(range_of(op));
+    side.axes.push_back(static_cast<int>(axis->number));
+    v = op.outputs[0];
+  }
+  if (side.views.empty()) return side;
+  side.text = match::value_spelling(g, v);
+  side.origin = origin_of(g.producer_of(v));
+  return side;
+}
+
 }  // namespace
 
 bool computes(const model::DataflowOp& op) {
@@ -105,6 +140,7 @@ void fill_apply_site(const MatchSite& site, Candidate& c) {
       cast_read.origin = origin_of(g.producer_of(b.cast_read));
     }
     c.apply_binding_cast_reads.push_back(cast_read);
+    c.apply_binding_viewed.push_back(viewed_side(m, b));
     if (b.spelled >= 0) {
       // The name a tuple assignment (or an index into a tuple) gave the value.
       const model::DataflowOp& alias = g.producer_of(b.spelled);

@@ -168,6 +168,27 @@ struct Candidate {
   // (match::Binding::cast_read), as a spelling to fall back on; `passed` empty,
   // text empty when none.
   std::vector<ReaderSide> apply_binding_cast_reads;
+  // Per binding (parallel to apply_bindings): the chain's own views that add
+  // unit axes to the bound value before the chain computes with it (the
+  // rule's `cos.unsqueeze(1)`, met by the model's `cos[None, None]` or
+  // `cos.unsqueeze(0).unsqueeze(0)`), and the value after them, which the
+  // chain reads: its spelling and origin, the views' ranges and the axis each
+  // added (the model op's own dim, innermost first). That value has the rank
+  // the model gives it; apply spells the bound value from it by squeezing
+  // those axes again where the bound value has no spelling of its own
+  // (apply/binding_spelling.h). `views` empty: the chain reads the bound
+  // value otherwise.
+  struct ViewedSide {
+    std::string text;
+    BindingOrigin origin;
+    std::vector<SourceRange> views;
+    std::vector<int> axes;
+    // apply left the views in the model's code (they lie in a caller of the
+    // function it rewrites) and bound the parameter to the value after them:
+    // its spelling needs the axes squeezed.
+    bool left_in_place = false;
+  };
+  std::vector<ViewedSide> apply_binding_viewed;
 
   // The model expression bound to a replace parameter; empty when unbound.
   std::string binding(const std::string& parameter) const {

@@ -83,4 +83,19 @@ void write_file_atomic(const std::string& path, const std::string& data, Flush f
   }
 }
 
+void make_directories(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (dir.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  fs::create_directories(dir, ec);
+  if (ec) throw FileError(fmt::format("{}: cannot create directory: {}", dir, ec.message()));
+  if (!fs::is_directory(dir, ec)) throw FileError(fmt::format("{}: cannot create directory: a file is in the way", dir));
+}
+
+void make_parent_directories(const std::string& file) {
+  std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  if (!parent.empty()) make_directories(parent.string());
+}
+
 }  // namespace npufuse

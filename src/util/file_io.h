@@ -26,4 +26,13 @@ enum class Flush { ToDisk, RenameOnly };
 // flushed as `flush` says, then renamed over the target.
 void write_file_atomic(const std::string& path, const std::string& data, Flush flush = Flush::ToDisk);
 
+// Creates folder `dir`, and the folders above it, where missing: an output
+// folder a user names (`--out DIR`). Throws FileError naming the folder when
+// that fails (a file in the way, no permission).
+void make_directories(const std::string& dir);
+
+// The folder an output file goes in (`-o out/plan.json`), made where missing
+// as make_directories does; nothing for a file in the current folder.
+void make_parent_directories(const std::string& file);
+
 }  // namespace npufuse

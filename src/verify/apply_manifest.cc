@@ -21,6 +21,7 @@ std::string write_apply_manifest(const std::string& out_dir, const ApplyManifest
   j["cwd"] = m.cwd.empty() ? fs::current_path().string() : absolute_path(m.cwd);
   j["applied"] = m.applied;
   std::string path = (fs::path(out_dir) / kApplyManifestName).string();
+  make_directories(out_dir);
   write_file_atomic(path, j.dump(2) + "\n");
   return path;
 }

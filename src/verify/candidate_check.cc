@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "apply/apply_error.h"
 #include "apply/patch_output.h"
 
 namespace npufuse::verify {
@@ -78,11 +79,13 @@ CandidateRun check_candidate(const VerifySession& session, const plan::Candidate
   CandidateVerdict& v = run.verdict;
   v = session.start_verdict(recorded);
   const plan::Candidate* located = session.located(recorded.id);
-  if (!located) {
-    v.status = "manual";
-    v.conclusion = "the re-run analysis does not produce this candidate";
-    return run;
-  }
+  // The files are those the plan was made for (the session checked their
+  // hashes), so a candidate the re-run lacks comes from another analysis:
+  // an input error, never a manual row.
+  if (!located)
+    throw apply::ApplyError(fmt::format("{}: candidate '{}' is not found when the plan's analysis is run again (was the "
+                                        "plan written by another npufuse version, or with other rules?)",
+                                        session.options().plan_path, recorded.id));
   // This candidate's patch alone, for the report.
   apply::PatchSet alone = session.patches_for({recorded.id});
   for (const apply::ManualStep& m : alone.manual)

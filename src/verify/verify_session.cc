@@ -48,12 +48,7 @@ std::string file_stem_for(const std::string& candidate_id) {
 VerifySession::VerifySession(VerifyOptions options)
     : options_(std::move(options)),
       recorded_(apply::read_plan_file(options_.plan_path)),
-      analysis_([&] {
-        apply::check_plan_is_current(recorded_, options_.plan_path);
-        plan::AnalyzeOptions o = recorded_.options;
-        if (!options_.paths.empty()) o.paths = options_.paths;
-        return apply::reanalyse(o);
-      }()),
+      analysis_(apply::reanalyse_plan(recorded_, options_.plan_path, options_.paths)),
       python_dir_(find_python_dir(options_.python_dir)) {}
 
 std::string VerifySession::dtype() const {

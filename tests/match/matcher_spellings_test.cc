@@ -78,6 +78,20 @@ TEST(MatcherSpellings, AViewThatAddsUnitAxesIsTheUnsqueezesThatAddThem) {
   EXPECT_EQ(matches(*rule, "def f(a, fc):\n    return a * fc[..., None, :]\n"), 0u);
 }
 
+TEST(MatcherSpellings, ANewAxisNextToOneJustAddedIsEitherPlace) {
+  // The pattern's table gets its unit axis at 1; the model's second
+  // unsqueeze(0) puts it beside the unit axis its first one added at 0: the
+  // same tensor.
+  auto rule = text_rule("t.rows", "def search(z, t):\n    return z * t.unsqueeze(1)\n");
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c.unsqueeze(0).unsqueeze(0)\n"), 1u);
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c.unsqueeze(0).unsqueeze(1)\n"), 1u);
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c[None, None]\n"), 1u);
+  // Beside no unit axis, or two places away, the axis is elsewhere.
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c.unsqueeze(0)\n"), 0u);
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c.unsqueeze(2).unsqueeze(0)\n"), 0u);
+  EXPECT_EQ(matches(*rule, "def f(a, c):\n    return a * c.unsqueeze(0).unsqueeze(2)\n"), 0u);
+}
+
 TEST(MatcherSpellings, ConcatenatedTensorsInAListOrATuple) {
   auto rule = text_rule("t.cat", "def search(a, b):\n    return torch.cat((a * 2, b), dim=-1)\n");
   EXPECT_EQ(matches(*rule, "def f(x, y):\n    return torch.cat([x * 2, y], dim=-1)\n"), 1u);

@@ -31,9 +31,9 @@ def run(cmd, **kw):
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
-def analyze(npufuse, model_dir, plan, rules=None):
+def analyze(npufuse, model_dir, plan, rules=None, flags=()):
     cmd = [npufuse, "analyze", model_dir / "model.py", "--config", model_dir / "config.json", "--format", "json",
-           "-o", plan]
+           "-o", plan, *flags]
     if rules:
         cmd += ["--rules", rules]
     r = run(cmd)
@@ -178,11 +178,11 @@ def case_alternative(args, src, tmp, problems):
     shutil.copytree(src / "rules", rules)
     rule = rules / "rope" / "rope_half.py"
     text = rule.read_text()
-    right = "cos.unsqueeze(2), sin.unsqueeze(2),\n                                       layout=\"BSND\")"
+    right = "npu_apply_rotary_pos_emb(q_bsnd, k_bsnd, c, s, layout=\"BSND\")"
     if right not in text:
         problems.append("rope_half's replace changed: update this case")
         return
-    rule.write_text(text.replace(right, "sin.unsqueeze(2), cos.unsqueeze(2),\n                                       layout=\"BSND\")", 1))
+    rule.write_text(text.replace(right, "npu_apply_rotary_pos_emb(q_bsnd, k_bsnd, s, c, layout=\"BSND\")", 1))
     plan = tmp / "plan.json"
     analyze(args.npufuse, model, plan, rules)
     out = tmp / "out"
@@ -213,7 +213,10 @@ def case_models(args, src, tmp, problems):
     for name in names:
         model = src / "tests" / "models" / name
         plan = tmp / f"{name}.json"
-        analyze(args.npufuse, model, plan)
+        # The deployment the model's apply expectation is for (rope_inner_broadcast: --chip A2).
+        expectation = src / "tests" / "apply" / "expected" / f"{name}.json"
+        flags = json.loads(expectation.read_text()).get("analyze_flags", []) if expectation.exists() else []
+        analyze(args.npufuse, model, plan, flags=flags)
         out = tmp / name
         r = run([args.npufuse, "apply", model / "model.py", "--plan", plan, "--verify", "--out", out])
         if not (out / "report.json").exists():
