@@ -135,3 +135,8 @@ foreach(_model deepseek_v32_like deepseek_v3_like gemma_style gpt_oss_like gptj_
                    --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR} --case models --model ${_model})
   set_tests_properties(apply_verify_${_model} PROPERTIES TIMEOUT 1200)
 endforeach()
+
+# The docs and data folders name no folder of one machine (/work/..., /home/...):
+# folders outside the repository are variables the text defines ($REAL, $SHARED).
+add_test(NAME docs_no_machine_paths
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/docs/check_no_machine_paths.py ${CMAKE_SOURCE_DIR})
