@@ -83,7 +83,9 @@ std::filesystem::path report_stem(const AnalyzeCliOptions& o) {
   fs::path input = fs::path(o.analysis.paths.at(0)).lexically_normal();
   if (!input.has_filename()) input = input.parent_path();  // a trailing slash
   bool folder = fs::is_directory(input);
-  std::string name = folder ? fs::absolute(input).lexically_normal().filename().string() : input.stem().string();
+  fs::path named = folder ? fs::absolute(input).lexically_normal() : input;  // `.` names the folder it is
+  if (!named.has_filename()) named = named.parent_path();
+  std::string name = folder ? named.filename().string() : input.stem().string();
   if (name.empty() || name == "." || name == "..") name = "model";
   name += ".npufuse";
   if (!o.report_dir.empty()) return fs::path(o.report_dir) / name;

@@ -215,6 +215,18 @@ def main():
             check(os.path.isfile(os.path.join(model_dir, path)), f"beside: {path} not written beside the input")
             check(f"  {path}" in summary, f"beside: {path} not named in the summary")
 
+        # A model folder given as input holds its reports, named after it.
+        folder = os.path.join(work, "folder_case", "tiny_llama")
+        os.makedirs(folder)
+        shutil.copy(os.path.join(source, "tests/models/llama_like/model.py"), os.path.join(folder, "model.py"))
+        shutil.copy(os.path.join(source, "tests/models/llama_like/config.json"), os.path.join(folder, "config.json"))
+        status, summary, err = on_terminal([npufuse, "analyze", "tiny_llama/"], os.path.dirname(folder))
+        check(status == 0, f"folder: exit {status}: {err}")
+        for ext in ("md", "html", "json"):
+            path = os.path.join("tiny_llama", f"tiny_llama.npufuse.{ext}")
+            check(os.path.isfile(os.path.join(os.path.dirname(folder), path)), f"folder: {path} not written")
+            check(f"  {path}" in summary, f"folder: {path} not named in the summary: {summary[-400:]}")
+
         # A report that cannot be written: the summary still prints, the error
         # says what to do, exit 2.
         blocker = os.path.join(work, "a_file")
