@@ -78,6 +78,16 @@ add_test(NAME analyze_schema
                  --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
 set_tests_properties(analyze_schema PROPERTIES TIMEOUT 300)
 
+# `npufuse analyze` at a terminal, through a pseudo-terminal: the one-screen
+# summary checked against the JSON plan it wrote (each candidate's operator,
+# status and id, each fact asked for under its flag, the blocked chains with
+# their reason), the report files beside the input or under --out holding what
+# the pipe prints, and --format, -o and pipes unchanged.
+add_test(NAME analyze_terminal_summary
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/report/check_terminal_summary.py
+                 --npufuse $<TARGET_FILE:npufuse> --source-dir ${CMAKE_SOURCE_DIR})
+set_tests_properties(analyze_terminal_summary PROPERTIES TIMEOUT 300)
+
 # tools/compare_ports.py (plans against the expert Ascend ports): found, refused,
 # missed and extra on a fixture plan and port entry, and on llama_like's live plan.
 add_test(NAME compare_ports

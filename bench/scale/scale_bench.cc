@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "scan/tree_scan.h"
-#include "scan/work_queue.h"
+#include "util/work_queue.h"
 #include "synthetic_tree.h"
 
 namespace {
@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     }
   }
   std::string models = std::string(NPUFUSE_SOURCE_DIR) + "/tests/models";
-  std::printf("tree scan, cold (no cache), %u job(s)\n", jobs ? jobs : npufuse::scan::default_jobs());
+  std::printf("tree scan, cold (no cache), %u job(s)\n", jobs ? jobs : npufuse::util::default_jobs());
   std::printf("%7s %9s %9s %9s %9s %11s %12s\n", "files", "MB", "seconds", "files/s", "MB/s", "peak RSS", "growth");
   double previous_per_file = 0;
   Measurement last;

@@ -70,7 +70,7 @@ Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena
       default:
         break;
     }
-    PTok p;
+    PTok& p = toks_.emplace_back();  // filled in place: no copy of a temporary
     p.begin = t.begin;
     p.end = t.end;
     p.kind = t.kind;
@@ -86,7 +86,6 @@ Parser::Parser(const SourceFile& source, const std::vector<Token>& tokens, Arena
     advance_line(at_end, last);
     p.end_line = at_end.line;
     p.end_col = static_cast<int32_t>(t.end - at_end.start);
-    toks_.push_back(p);
   }
   if (toks_.empty() || toks_.back().kind != TokenKind::EndMarker) {
     PTok p;

@@ -1,6 +1,7 @@
 #include "frontend/source.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace npufuse::frontend {
 
@@ -22,6 +23,14 @@ SourceFile::SourceFile(std::string path, std::string bytes)
   line_starts_.push_back(0);
   const char* data = text_.data();
   const size_t n = text_.size();
+  if (n == 0) return;
+  if (!std::memchr(data, '\r', n)) {
+    // LF only, as nearly every file is: memchr finds each line end many
+    // bytes at a time (this was a tenth of `npufuse parse` byte by byte).
+    for (const char* p = data; (p = static_cast<const char*>(std::memchr(p, '\n', n - (p - data)))); ++p)
+      line_starts_.push_back(static_cast<uint32_t>(p - data + 1));
+    return;
+  }
   for (size_t i = 0; i < n; ++i) {
     char c = data[i];
     if (c == '\n') {

@@ -161,6 +161,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   CandidateSet built = build_candidates(matches.matches, context);
   plan.candidates = std::move(built.candidates);
   plan.notes = std::move(built.notes);
+  plan.rules_awaiting_facts = std::move(built.rules_awaiting_facts);
   attach_near_misses(matches.near_misses, plan.candidates, plan.notes, &functions);
   group_alternatives(plan.candidates);
   link_longer_chains(plan.candidates);

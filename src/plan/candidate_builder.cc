@@ -547,8 +547,11 @@ CandidateSet build_candidates(const std::vector<MatchSite>& matches, const Candi
       where.parts = {where.primary};
     }
     if (!withheld_why.count(rule.id))
-      if (std::optional<std::string> why = rule_withheld(rule, ctx.facts ? *ctx.facts : no_facts))
+      if (std::optional<std::string> why = rule_withheld(rule, ctx.facts ? *ctx.facts : no_facts)) {
         withheld_why[rule.id] = *why;
+        std::vector<std::string> unknowns = rule_gate_unknowns(rule, ctx.facts ? *ctx.facts : no_facts);
+        if (!unknowns.empty()) out.rules_awaiting_facts[rule.id] = std::move(unknowns);
+      }
     if (withheld_why.count(rule.id)) {
       withheld_at[rule.id].push_back(fmt::format("{}:{}", where.primary.file, where.primary.start_line));
       continue;

@@ -3,6 +3,7 @@
 // many classes inline that chain; its stages, its constraint checks with the
 // facts of each stage, its status and what decides it, and the minimal
 // verification cut.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct CandidateContext {
 struct CandidateSet {
   std::vector<Candidate> candidates;  // in workflow order
   std::vector<std::string> notes;     // matches left out, and why
+  std::map<std::string, std::vector<std::string>> rules_awaiting_facts;  // Plan::rules_awaiting_facts
 };
 
 CandidateSet build_candidates(const std::vector<MatchSite>& matches, const CandidateContext& context);

@@ -239,6 +239,10 @@ struct Plan {
   std::vector<ReviewItem> review;
   std::vector<ChainReport> reference_chains;  // per analysed stage, the expert chains that apply and each step's state
   std::vector<std::string> notes;      // unresolved things, said plainly
+  // Rules that matched but wait on facts the deployment does not give
+  // (RULE["when"] undecided: `ep > 1` without --ep): rule id -> those facts.
+  // The notes say it in words; not written to the JSON plan.
+  std::map<std::string, std::vector<std::string>> rules_awaiting_facts;
 };
 
 }  // namespace npufuse::plan

@@ -6,6 +6,7 @@
 // its notes, so a bf16 model is never told to quantise.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "check/facts.h"
 #include "rules/rule.h"
@@ -16,5 +17,9 @@ namespace npufuse::plan {
 // the rule has no `when` or its condition holds. An unparsable condition is
 // a rule error and throws std::invalid_argument naming the rule file.
 std::optional<std::string> rule_withheld(const rules::Rule& rule, const check::FactSet& facts);
+
+// The facts the rule's condition needs and the deployment does not give, so
+// that it cannot be decided (empty when it can, or the rule has none).
+std::vector<std::string> rule_gate_unknowns(const rules::Rule& rule, const check::FactSet& facts);
 
 }  // namespace npufuse::plan

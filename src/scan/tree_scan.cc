@@ -12,7 +12,7 @@
 #include "scan/progress_bar.h"
 #include "scan/scan_cache.h"
 #include "scan/shared_inputs.h"
-#include "scan/work_queue.h"
+#include "util/work_queue.h"
 #include "util/file_io.h"
 
 namespace npufuse::scan {
@@ -87,7 +87,7 @@ ScanReport run_tree_scan(const ScanOptions& o) {
 
   std::vector<nlohmann::json> rows(folders.size());
   ProgressBar bar(stderr, folders.size(), o.progress);
-  run_parallel(folders.size(), o.jobs, [&](size_t i) {
+  util::run_parallel(folders.size(), o.jobs, [&](size_t i) {
     ModelResult r = scan_one(folders[i], o, shared, use_cache);
     try {
       write_plans(o.out_dir, r);

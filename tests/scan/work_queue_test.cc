@@ -1,4 +1,4 @@
-#include "scan/work_queue.h"
+#include "util/work_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace npufuse::scan {
+namespace npufuse::util {
 namespace {
 
 TEST(RunParallel, EveryIndexRunsExactlyOnce) {
@@ -42,4 +42,4 @@ TEST(RunParallel, NothingToDoIsFine) {
 }
 
 }  // namespace
-}  // namespace npufuse::scan
+}  // namespace npufuse::util

@@ -1,11 +1,11 @@
-#include "scan/work_queue.h"
+#include "util/work_queue.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
 
-namespace npufuse::scan {
+namespace npufuse::util {
 
 unsigned default_jobs() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -25,4 +25,4 @@ void run_parallel(size_t count, unsigned jobs, const std::function<void(size_t)>
   for (size_t w = 0; w < workers; ++w) pool.emplace_back(work);
 }  // the jthreads join here
 
-}  // namespace npufuse::scan
+}  // namespace npufuse::util
