@@ -663,6 +663,7 @@ class Builder {
       if (!table || !module_level(std::string(table->id))) return {};
       return {dispatch_callee(*s)};
     }
+    if (auto* call = ast::as<ast::Call>(e)) return table_get_callees(*call);
     if (auto* i = ast::as<ast::IfExp>(e)) {
       std::string cond(file_->text_of(i->test));
       std::vector<Callee> out;
@@ -677,6 +678,35 @@ class Builder {
       return out;
     }
     return {};
+  }
+
+  // `TABLE.get_interface(key, default)` / `TABLE.get(key, default)` (HF 5's
+  // attention and experts dispatch): the default function where the key
+  // picks it, and the table's other entries, outside the analysed files,
+  // as an unresolved call under the opposite condition. A key the config
+  // fixes keeps only the side it picks.
+  std::vector<Callee> table_get_callees(const ast::Call& call) {
+    auto* a = ast::as<ast::Attribute>(call.func);
+    auto* table = a ? ast::as<ast::Name>(a->value) : nullptr;
+    if (!table || !module_level(std::string(table->id)) || call.args.size != 2) return {};
+    bool interface = a->attr == "get_interface";
+    if (!interface && a->attr != "get") return {};
+    std::vector<Callee> defaults = callees_of(call.args[1]);
+    if (defaults.empty()) return {};
+    std::string key(file_->text_of(call.args[0]));
+    std::string table_name(table->id);
+    std::string picks_default = interface ? key + " == \"eager\"" : key + " not in " + table_name;
+    ConfigFieldReader config = [this](std::string_view k) { return lookup_ ? lookup_->config_field(k) : nullptr; };
+    std::optional<std::string> known = static_string_key(sources_, *file_, call.args[0], config);
+    if (known && interface && *known == "eager") return defaults;
+    Callee other;
+    other.text = std::string(file_->text_of(&call));
+    other.why_unresolved = fmt::format("table {} is not defined by literals in the analysed files", table_name);
+    if (known && interface) return {other};
+    for (Callee& c : defaults) c.guard = join_guard(picks_default, c.guard);
+    other.guard = "not (" + picks_default + ")";
+    defaults.push_back(std::move(other));
+    return defaults;
   }
 
   Callee submodule_callee(const std::string& attr, const std::string& suffix, const ast::expr* e) {

@@ -31,7 +31,8 @@ struct Binder {
     if (const json* j = first(keys, &which)) {
       f.known = true;
       f.value = *j;
-      f.source = "config: " + which;
+      std::string nested = config.nested_origin(which);
+      f.source = "config: " + (nested.empty() ? which : nested + "." + which);
     } else {
       std::string all;
       for (const char* k : keys) all += (all.empty() ? "" : " | ") + std::string(k);
@@ -118,16 +119,19 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
   if (Fact* f = b.find("v_head_dim"); f && !f->known) {
     if (const json* hd = value("head_dim"); hd && !mla) *f = Fact{"v_head_dim", true, *hd, "derived: head_dim"};
   }
-  // A window the config switches off (use_sliding_window: false) or leaves
-  // out is full attention: 0, so a windowed rewrite is never offered on it.
+  // A window the config switches off (use_sliding_window: false) or a flat
+  // config leaves out is full attention: 0, so a windowed rewrite is never
+  // offered on it.
   if (Fact* f = b.find("sliding_window"); f && config.loaded()) {
     const json* use = config.find("use_sliding_window");
     if (use && use->is_boolean() && !use->get<bool>())
       *f = Fact{"sliding_window", true, 0, "derived: use_sliding_window is false (full attention)"};
-    else if (!f->known)
+    else if (!f->known && !config.has_sub_configs())
       *f = Fact{"sliding_window", true, 0, "derived: no sliding_window in the config (full attention)"};
+    // A config nesting other configs may set the window in one of them: the
+    // window stays unknown rather than a derived 0.
   }
-  if (config.loaded()) b.derived("mla", mla, mla ? "kv_lora_rank present" : "no kv_lora_rank");
+  if (config.loaded() && (mla || !config.has_sub_configs())) b.derived("mla", mla, mla ? "kv_lora_rank present" : "no kv_lora_rank");
   // rope_dim: rotated channels per head.
   if (rope) {
     b.derived("rope_dim", *rope, "qk_rope_head_dim");

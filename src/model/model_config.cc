@@ -46,9 +46,13 @@ ModelConfig ModelConfig::from_json(nlohmann::json j, std::string origin) {
   return c;
 }
 
-const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const {
-  if (!loaded_) return nullptr;
-  const nlohmann::json* cur = &root_;
+namespace {
+
+// The keys under which multimodal checkpoints nest their text model's config.
+constexpr const char* kTextConfigKeys[] = {"text_config", "language_config", "llm_config"};
+
+const nlohmann::json* find_in(const nlohmann::json& root, std::string_view dotted_key) {
+  const nlohmann::json* cur = &root;
   size_t start = 0;
   while (start <= dotted_key.size()) {
     size_t dot = dotted_key.find('.', start);
@@ -61,6 +65,35 @@ const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const {
     start = dot + 1;
   }
   return cur;
+}
+
+}  // namespace
+
+const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const {
+  if (!loaded_) return nullptr;
+  if (const nlohmann::json* j = find_in(root_, dotted_key)) return j;
+  for (const char* nested : kTextConfigKeys) {
+    auto it = root_.find(nested);
+    if (it == root_.end() || !it->is_object()) continue;
+    if (const nlohmann::json* j = find_in(*it, dotted_key)) return j;
+  }
+  return nullptr;
+}
+
+std::string ModelConfig::nested_origin(std::string_view dotted_key) const {
+  if (!loaded_ || find_in(root_, dotted_key)) return "";
+  for (const char* nested : kTextConfigKeys) {
+    auto it = root_.find(nested);
+    if (it != root_.end() && it->is_object() && find_in(*it, dotted_key)) return nested;
+  }
+  return "";
+}
+
+bool ModelConfig::has_sub_configs() const {
+  if (!loaded_) return false;
+  for (const auto& [key, value] : root_.items())
+    if (value.is_object() && value.contains("model_type")) return true;
+  return false;
 }
 
 }  // namespace npufuse::model

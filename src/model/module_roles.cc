@@ -218,7 +218,11 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   size_t stacked = 0;
   for (const Attribute* p : params)
     if (rank_of(*p) == 3) ++stacked;
-  if (stacked >= 2 && (has(ops, "matmul") || has(ops, "einsum") || has(ops, "grouped_mm")) && module_children == 0) {
+  // Stacked experts ([E, 2I, H] / [E, H, I]) are applied per expert with
+  // matmul, einsum, bmm, grouped_mm or F.linear on one expert's slice.
+  if (stacked >= 2 &&
+      (has(ops, "matmul") || has(ops, "einsum") || has(ops, "grouped_mm") || has(ops, "bmm") || has(ops, "linear")) &&
+      module_children == 0) {
     evidence(fmt::format("{} stacked 3-D expert weights multiplied per expert", stacked));
     return decide(ModuleRole::Mlp);
   }

@@ -496,5 +496,131 @@ class Block(nn.Module):
   EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
 }
 
+// HF 5 picks the attention function with `TABLE.get_interface(key, default)`
+// (the table imported, so only the default is in the files): the default
+// is the attention core, inlined into the attention module.
+TEST(SubChainForms, AttentionPickedByGetInterfaceInlinesItsDefault) {
+  auto b = build(std::string(R"(import torch
+import torch.nn.functional as F
+from torch import nn
+from ...modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, **kwargs):
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    probs = F.softmax(scores, dim=-1)
+    return torch.matmul(probs, value).transpose(1, 2), probs
+
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim ** -0.5
+        self.q_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.k_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.v_proj = nn.Linear(config.hidden_size, config.hidden_size)
+        self.o_proj = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states, attention_mask=None):
+        shape = (*hidden_states.shape[:-1], -1, self.head_dim)
+        q = self.q_proj(hidden_states).view(shape).transpose(1, 2)
+        k = self.k_proj(hidden_states).view(shape).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(shape).transpose(1, 2)
+        attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation, eager_attention_forward)
+        out, weights = attention_interface(self, q, k, v, attention_mask, scaling=self.scaling)
+        return self.o_proj(out.reshape(*hidden_states.shape[:-1], -1)), weights
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.ln2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        h, _ = self.attn(self.ln1(x))
+        x = x + h
+        return x + self.mlp(self.ln2(x))
+)") + kDecoder);
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr) << "the attention module is not recognised through get_interface";
+  ASSERT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+  EXPECT_TRUE(covers(*steps(*attn, "attention_core")[0], 10)) << "the softmax of eager_attention_forward";
+  ASSERT_NE(chain(b->inv, "ffn"), nullptr);
+}
+
+// Experts stored as two 3-D parameters and applied per expert with
+// F.linear on one expert's slice (HF 5's Mixtral): a stacked-experts module,
+// so the block with a router is a MoE.
+TEST(SubChainForms, StackedExpertsAppliedWithLinearAreTheExperts) {
+  auto b = build(model(R"(
+class Experts(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.num_experts = config.num_local_experts
+        self.gate_up_proj = nn.Parameter(torch.empty(self.num_experts, 2 * config.intermediate_size, config.hidden_size))
+        self.down_proj = nn.Parameter(torch.empty(self.num_experts, config.hidden_size, config.intermediate_size))
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        out = torch.zeros_like(hidden_states)
+        expert_mask = F.one_hot(top_k_index, num_classes=self.num_experts).permute(2, 1, 0)
+        for expert_idx in range(self.num_experts):
+            top_k_pos, token_idx = torch.where(expert_mask[expert_idx])
+            gate, up = F.linear(hidden_states[token_idx], self.gate_up_proj[expert_idx]).chunk(2, dim=-1)
+            y = F.linear(F.silu(gate) * up, self.down_proj[expert_idx])
+            out.index_add_(0, token_idx, y * top_k_weights[token_idx, top_k_pos, None])
+        return out
+
+class Router(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.top_k = config.num_experts_per_tok
+        self.weight = nn.Parameter(torch.empty(config.num_local_experts, config.hidden_size))
+
+    def forward(self, x):
+        probs = F.softmax(F.linear(x, self.weight), dim=-1)
+        values, indices = torch.topk(probs, self.top_k, dim=-1)
+        return values / values.sum(dim=-1, keepdim=True), indices
+
+class Moe(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.gate = Router(config)
+        self.experts = Experts(config)
+
+    def forward(self, x):
+        weights, indices = self.gate(x)
+        return self.experts(x, indices, weights)
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = nn.LayerNorm(config.hidden_size)
+        self.moe = Moe(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.pre(x))
+        return x + self.moe(self.post(x))
+)"));
+  const ModuleChain* moe = chain(b->inv, "moe");
+  ASSERT_NE(moe, nullptr) << "the stacked experts are not recognised";
+  EXPECT_EQ(steps(*moe, "gate").size(), 1u) << kinds(*moe);
+  EXPECT_EQ(steps(*moe, "experts").size(), 1u) << kinds(*moe);
+}
+
 }  // namespace
 }  // namespace npufuse::model
