@@ -4,12 +4,13 @@
 # npufuse executable needs) and scripts/test.sh (the default, all: also the
 # compilers, Python packages and libraries the tests, fuzzing and benchmarks use).
 set -euo pipefail
-# Configure and build. CMake reads GoogleTest's package while configuring the
-# tests folder, even when only npufuse is built.
+# Configure and build the npufuse executable (the demo configures without the
+# tests and benchmarks, so it needs no GoogleTest).
 NPUFUSE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev
-  libtomlplusplus-dev libssl-dev libxxhash-dev rapidjson-dev libjemalloc-dev libgtest-dev libgmock-dev)
-# Tests, fuzzing (clang) and the Python side.
-NPUFUSE_TEST_PACKAGES=(clang libclang-rt-14-dev libbenchmark-dev python3 python3-torch python3-jsonschema python3-venv)
+  libtomlplusplus-dev libssl-dev libxxhash-dev rapidjson-dev libjemalloc-dev)
+# Tests, benchmarks, fuzzing (clang) and the Python side.
+NPUFUSE_TEST_PACKAGES=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-torch
+  python3-jsonschema python3-venv)
 wanted=("${NPUFUSE_BUILD_PACKAGES[@]}")
 apt_options=()
 if [ "${NPUFUSE_DEPS:-all}" = build ]; then

@@ -181,3 +181,10 @@ endforeach()
 # folders outside the repository are variables the text defines ($REAL, $SHARED).
 add_test(NAME docs_no_machine_paths
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/docs/check_no_machine_paths.py ${CMAKE_SOURCE_DIR})
+
+# tools/zoo_report.py (the transformers zoo as a corpus): every module of
+# a small zoo of test models in one of four states, an undecomposed model
+# counted as unaccounted, two variants, the Markdown tables.
+add_test(NAME zoo_report
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/tools/check_zoo_report.py
+                 --npufuse $<TARGET_FILE:npufuse>)

@@ -189,8 +189,10 @@ Registered register_analyze(CLI::App& parent) {
   cmd->add_option("--torch-npu-version", a.torch_npu_version, "torch_npu version the plan targets");
   cmd->add_option("--rules", a.rules_dir, "Read the fusion rules from DIR instead of the built-in ones");
   cmd->add_option("--catalog", a.catalog_dir, "Read the operator catalog from DIR instead of the built-in one");
-  CLI::Option* format = cmd->add_option("--format", o.format, "md, json, sarif or html (default at a terminal: a one-screen summary, the full reports written to files)")
-                            ->check(CLI::IsMember({"md", "json", "sarif", "html"}));
+  CLI::Option* format = cmd->add_option("--format", o.format,
+                                        "md, json, sarif, html, or summary: the one-screen summary, the full reports written "
+                                        "to files (the default at a terminal)")
+                            ->check(CLI::IsMember({"md", "json", "sarif", "html", "summary"}));
   cmd->add_option("--lang", o.lang, "en or zh")->check(CLI::IsMember({"en", "zh"}));
   CLI::Option* output = cmd->add_option("-o,--output", o.out, "Write the plan to FILE (atomically) instead of stdout");
   cmd->add_flag("--timings", o.timings, "Print the time of each analysis stage to stderr");
@@ -210,7 +212,17 @@ Registered register_analyze(CLI::App& parent) {
             // The tty decision: a person at a terminal who asked for no
             // particular output gets one screen and the reports in files;
             // pipes, --format and -o get the plan exactly as before.
-            o.summary = format->count() == 0 && output->count() == 0 && scan::is_terminal(stdout);
+            // `--format summary` asks for that screen anywhere (a script, a log).
+            if (o.format == "summary") {
+              if (output->count() > 0) {
+                fmt::print(stderr, "npufuse analyze: --format summary prints to stdout and writes the full reports under "
+                                   "--out DIR (or beside the input); -o is for one plan format\n");
+                return static_cast<int>(kUsage);
+              }
+              o.summary = true;
+            } else {
+              o.summary = format->count() == 0 && output->count() == 0 && scan::is_terminal(stdout);
+            }
             if (out_dir->count() > 0) o.report_dir = tree.out_dir;
             return run_analyze(o);
           }};

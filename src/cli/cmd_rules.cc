@@ -23,7 +23,7 @@ struct RulesOptions {
   std::string id;
 };
 
-struct Say {
+struct RulesSay {
   bool zh;
   std::string operator()(std::string en, std::string zh_text) const { return zh ? zh_text : en; }
 };
@@ -38,7 +38,7 @@ RuleSet load_rules(const RulesOptions& o) {
   return RuleSet::load(directory_rule_files(o.rules_dir), o.rules_dir);
 }
 
-int run_list(const RulesOptions& o, const RuleSet& set, const Say& say) {
+int run_list(const RulesOptions& o, const RuleSet& set, const RulesSay& say) {
   std::vector<const Rule*> shown;
   for (const Rule& r : set.rules())
     if ((o.family.empty() || r.family == o.family) && (o.module.empty() || r.module == o.module)) shown.push_back(&r);
@@ -53,7 +53,7 @@ int run_list(const RulesOptions& o, const RuleSet& set, const Say& say) {
   return kOk;
 }
 
-int run_show(const RulesOptions& o, const RuleSet& set, const Say& say) {
+int run_show(const RulesOptions& o, const RuleSet& set, const RulesSay& say) {
   if (const Rule* r = set.find(o.id)) {
     if (o.json) fmt::print("{}\n", show_json(*r, source_label(o)).dump(2));
     else fmt::print("{}", render_show_text(*r, say.zh ? RuleLang::Zh : RuleLang::En));
@@ -87,7 +87,7 @@ Registered register_rules(CLI::App& parent) {
   for (auto* sub : {list, show}) sub->fallthrough();  // rules options may follow the subcommand
 
   return {cmd, [list, show] {
-            Say say{o.lang == "zh"};
+            RulesSay say{o.lang == "zh"};
             try {
               RuleSet set = load_rules(o);
               if (list->parsed()) return run_list(o, set, say);

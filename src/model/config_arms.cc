@@ -58,7 +58,7 @@ std::optional<std::pair<std::string, bool>> none_test(const ast::expr* test) {
   return std::make_pair(std::string(attr->attr), c->ops[0] == ast::cmpop::IsNot);
 }
 
-bool is_none(const ast::expr* e) {
+bool is_none_expr(const ast::expr* e) {
   auto* k = ast::as<ast::Constant>(e);
   return k && k->value.kind == ast::ConstantKind::None;
 }
@@ -88,12 +88,12 @@ std::optional<bool> none_by_config(const ClassInstance& inst, const std::string&
         ++assignments;
     return true;
   });
-  if (assignments != 1 || !pick || is_none(pick->body) == is_none(pick->orelse)) return std::nullopt;
+  if (assignments != 1 || !pick || is_none_expr(pick->body) == is_none_expr(pick->orelse)) return std::nullopt;
   if (!reads_only_settings(pick->test, scope)) return std::nullopt;
   SymValue cond = ev.eval(pick->test, scope);
   std::optional<bool> truth = cond.is_known() ? python_truth(cond) : std::nullopt;
   if (!truth) return std::nullopt;
-  bool none = *truth ? is_none(pick->body) : is_none(pick->orelse);
+  bool none = *truth ? is_none_expr(pick->body) : is_none_expr(pick->orelse);
   why = cond.display() + ": self." + attr + (none ? " is None" : " is set");
   return none;
 }

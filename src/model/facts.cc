@@ -89,7 +89,7 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
   b.direct("rope_scaling", {"rope_scaling", "rope_parameters"});
   b.direct("partial_rotary_factor", {"partial_rotary_factor"});
   b.direct("rotary_dim", {"rotary_dim"});
-  b.direct("sliding_window", {"sliding_window"});
+  b.direct("sliding_window", {"sliding_window", "sliding_window_size"});
   b.direct("quantization_config", {"quantization_config"});
   b.direct("dtype", {"torch_dtype", "dtype"});
   b.direct("vocab_size", {"vocab_size"});

@@ -15,6 +15,31 @@ const std::vector<std::pair<std::string, std::string>>& pending_inventory_parts(
   return parts;
 }
 
+namespace {
+
+// A window derived as 0 because the config has no `sliding_window`, while
+// the code reads a window under a name the config lacks or the binder does
+// not know (`config.attention_window`, `config.local_window`): the absence is
+// no evidence of full attention, so the window is unknown and asked for.
+void window_read_by_code(Inventory& inv) {
+  Fact* window = nullptr;
+  for (Fact& f : inv.facts)
+    if (f.name == "sliding_window") window = &f;
+  if (!window || !window->known || window->source.rfind("derived: no sliding_window", 0) != 0) return;
+  for (const ConfigFieldUse& use : inv.config_fields) {
+    const std::string& k = use.key;
+    bool windowish = k.find("window") != std::string::npos && k.find("pattern") == std::string::npos &&
+                     k.rfind("use_", 0) != 0;
+    if (!windowish) continue;
+    *window = Fact{"sliding_window", false, nullptr,
+                   "unknown: the code reads config." + k + (use.found ? "" : " (absent from the config)") +
+                       ", a window the config gives under no name the tool knows"};
+    return;
+  }
+}
+
+}  // namespace
+
 Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
   Inventory inv;
   for (const auto& f : sources.files()) inv.files.push_back(f->path);
@@ -55,6 +80,7 @@ Inventory build_inventory(const SourceSet& sources, const ModelConfig& config) {
     for (const SourceSpan& w : use.where) seen = seen || (w.file == r.where.file && w.line == r.where.line);
     if (!seen && use.where.size() < 8) use.where.push_back(r.where);
   }
+  window_read_by_code(inv);
   for (const auto& [name, what] : pending_inventory_parts()) inv.not_computed.push_back(name);
   return inv;
 }

@@ -1,5 +1,8 @@
 #include "model/model_config.h"
 
+#include <string_view>
+#include <vector>
+
 #include "frontend/diagnostic.h"
 #include "util/file_io.h"
 
@@ -24,15 +27,62 @@ frontend::Diagnostic position_of(const std::string& path, const std::string& tex
   return d;
 }
 
+// Python's json module writes non-finite floats as the bare words NaN,
+// Infinity and -Infinity (HF configs carry them, e.g. Mamba-2's
+// `time_step_limit`), which JSON does not have. Outside strings they are
+// read as null: a value not known as a number. `moved` maps each byte of
+// the result back to the text's, for error positions.
+std::string without_non_finite(const std::string& text, std::vector<size_t>* moved) {
+  std::string out;
+  out.reserve(text.size());
+  moved->clear();
+  bool in_string = false;
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text.substr(i, 2);
+        moved->push_back(i);
+        moved->push_back(i + 1);
+        i += 2;
+        continue;
+      }
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else {
+      for (std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")}) {
+        if (text.compare(i, word.size(), word) == 0) {
+          for (char n : std::string_view("null")) {
+            out += n;
+            moved->push_back(i);
+          }
+          i += word.size();
+          goto next;
+        }
+      }
+    }
+    out += c;
+    moved->push_back(i);
+    ++i;
+  next:;
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelConfig ModelConfig::load(const std::string& path) {
   std::string text = read_file(path);
+  std::vector<size_t> moved;
+  std::string json_text = without_non_finite(text, &moved);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw frontend::SyntaxError(position_of(path, text, e.byte, "invalid JSON in config"));
+    // e.byte counts from 1; map it back to the file's own bytes.
+    size_t byte = e.byte == 0 ? 0 : (e.byte - 1 < moved.size() ? moved[e.byte - 1] + 1 : text.size() + 1);
+    throw frontend::SyntaxError(position_of(path, text, byte, "invalid JSON in config"));
   }
   if (!j.is_object()) throw frontend::SyntaxError(position_of(path, text, 1, "config must be a JSON object"));
   return from_json(std::move(j), path);

@@ -10,7 +10,7 @@ namespace npufuse::model::subchains {
 
 namespace {
 
-std::string at(const DataflowOp& o) { return (o.file ? o.file->path : std::string("?")) + ":" + std::to_string(o.line); }
+std::string op_at(const DataflowOp& o) { return (o.file ? o.file->path : std::string("?")) + ":" + std::to_string(o.line); }
 
 // Shape arguments of a view/reshape (inputs after the receiver); -1 when one is starred.
 int shape_rank(const DataflowOp& o) {
@@ -51,7 +51,7 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
       if (eq.size() == 4) layout.layout = (eq[1] == 'h' || eq[1] == 'n') ? "BNSD" : "BSND";
       else if (eq.size() == 3) layout.layout = "TND";
       if (layout.layout != "unknown") {
-        layout.evidence = "einsum subscripts \"" + eq + "\" of the query at " + at(core);
+        layout.evidence = "einsum subscripts \"" + eq + "\" of the query at " + op_at(core);
         return layout;
       }
     }
@@ -89,7 +89,7 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
   }
   if (!split) return layout;
   int rank = shape_rank(*split);
-  std::string evidence = "`" + bg.text(*split) + "` at " + at(*split);
+  std::string evidence = "`" + bg.text(*split) + "` at " + op_at(*split);
   if (rank == 1) {
     rank = 0;
     for (int id : members(path)) {
@@ -108,11 +108,11 @@ CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& qk_ops
     if (id <= split->id || !swaps_seq_and_heads(bg, o)) continue;
     if (layout.layout == "BSND" || layout.layout == "BNSD") {
       layout.layout = layout.layout == "BSND" ? "BNSD" : "BSND";
-      evidence += ", then `" + bg.text(o) + "` at " + at(o);
+      evidence += ", then `" + bg.text(o) + "` at " + op_at(o);
     }
   }
   if (regroup && regroup->id > split->id && layout.layout != "unknown")
-    evidence += ", heads regrouped by `" + bg.text(*regroup) + "` at " + at(*regroup);
+    evidence += ", heads regrouped by `" + bg.text(*regroup) + "` at " + op_at(*regroup);
   layout.evidence = evidence;
   return layout;
 }

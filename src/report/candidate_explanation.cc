@@ -40,7 +40,7 @@ const ExplainWords kZh = {"候选说明", "备选方案，所属链路", "警告
                           "匹配的代码行", "约束检查", "没有需要检查的算子目录约束。", "依据", "需提供的事实", "前置条件",
                           "机械改造", "需手工完成", "最小验证切口", "修改预览", "没有修改预览", "替换", "新增融合算子需求"};
 
-std::string pick(const std::string& en, const std::string& zh, Lang lang) {
+std::string explain_pick(const std::string& en, const std::string& zh, Lang lang) {
   return lang == Lang::Zh && !zh.empty() ? zh : en;
 }
 
@@ -57,7 +57,7 @@ void rule_section(std::string& out, const Explanation& e, Lang lang, const Expla
     return;
   }
   const rules::Rule& r = *e.rule;
-  out += fmt::format("`{}` — {} ({})\n", r.id, pick(r.summary_en, r.summary_zh, lang), r.path);
+  out += fmt::format("`{}` — {} ({})\n", r.id, explain_pick(r.summary_en, r.summary_zh, lang), r.path);
   const auto& sections = lang == Lang::Zh && !r.doc_zh.empty() ? r.doc_zh : r.doc_en;
   for (const rules::DocSection& s : sections) {
     if (s.heading.empty()) continue;
@@ -72,7 +72,7 @@ void checks_section(std::string& out, const plan::Candidate& c, Lang lang, const
   for (const plan::CheckResult& ch : c.checks) {
     std::string stage = ch.stage.empty() ? "" : " (" + stage_label(ch.stage, lang) + ")";
     out += fmt::format("- `{}:{}`{} — **{}** ({}): {}", ch.api, ch.constraint_id, stage, answer_label(ch.answer, lang),
-                       ch.severity, one_line(pick(ch.message_en, ch.message_zh, lang)));
+                       ch.severity, one_line(explain_pick(ch.message_en, ch.message_zh, lang)));
     if (!ch.doc.empty()) out += fmt::format(" [{}]", ch.doc);
     out += "\n";
     for (const auto& ev : ch.evidence) out += fmt::format("  - {}: {}\n", w.evidence_word, one_line(ev));
@@ -139,7 +139,7 @@ std::string explanation_markdown(const Explanation& e, Lang lang) {
     for (const auto& p : c.prerequisites) {
       std::string where = p.where.file.empty() ? "" : ", `" + location_label(p.where) + "`";
       out += fmt::format("- `{}` ({}{}): {}\n", p.id, p.mechanical ? w.mechanical : w.manual, where,
-                         one_line(pick(p.en, p.zh, lang)));
+                         one_line(explain_pick(p.en, p.zh, lang)));
     }
   }
   if (!c.blocking.empty()) {

@@ -12,11 +12,11 @@ namespace {
 
 using plan::Candidate;
 
-std::string pick(const std::string& en, const std::string& zh, Lang lang) {
+std::string card_pick(const std::string& en, const std::string& zh, Lang lang) {
   return lang == Lang::Zh && !zh.empty() ? zh : en;
 }
 
-std::string code(const std::string& s) { return "<code>" + escape_html(s) + "</code>"; }
+std::string card_code(const std::string& s) { return "<code>" + escape_html(s) + "</code>"; }
 
 std::string list_html(const char* title, const std::vector<std::string>& items) {
   if (items.empty()) return "";
@@ -37,19 +37,19 @@ std::string meta_html(const Candidate& c, const CardContext& ctx) {
   auto row = [&out](const char* name, const std::string& value_html) {
     out += fmt::format("<dt>{}</dt><dd>{}</dd>", escape_html(name), value_html);
   };
-  row(w.id, code(c.id));
-  if (!c.rule.empty()) row(w.rule, code(c.rule));
-  row(w.where, code(location_label(c.location)));
+  row(w.id, card_code(c.id));
+  if (!c.rule.empty()) row(w.rule, card_code(c.rule));
+  row(w.where, card_code(location_label(c.location)));
   if (!c.extra_locations.empty()) {
     std::string more;
-    for (const auto& l : c.extra_locations) more += (more.empty() ? "" : ", ") + code(location_label(l));
+    for (const auto& l : c.extra_locations) more += (more.empty() ? "" : ", ") + card_code(location_label(l));
     row(w.more_places, more);
   }
-  if (!c.instance.empty()) row(w.instance, code(c.instance));
+  if (!c.instance.empty()) row(w.instance, card_code(c.instance));
   row(w.stages, escape_html(stages_text(c.stages, ctx.lang)));
   if (!c.apis.empty()) {
     std::string apis;
-    for (const auto& a : c.apis) apis += (apis.empty() ? "" : ", ") + code(a);
+    for (const auto& a : c.apis) apis += (apis.empty() ? "" : ", ") + card_code(a);
     row(w.apis, apis);
   }
   if (c.confidence < 1.0) row(w.confidence, fmt::format("{:.2f}", c.confidence));
@@ -70,22 +70,22 @@ std::string checks_html(const Candidate& c, Lang lang) {
   out += fmt::format("<table class=\"checks\"><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>",
                      w.api, w.constraint, w.answer, w.severity, w.what_it_says, w.doc);
   for (const auto& ch : c.checks) {
-    std::string what = escape_html(pick(ch.message_en, ch.message_zh, lang));
+    std::string what = escape_html(card_pick(ch.message_en, ch.message_zh, lang));
     if (!ch.evidence.empty()) {
       std::string ev;
       for (const auto& e : ch.evidence) ev += (ev.empty() ? "" : "; ") + e;
       what += " <small>(" + escape_html(ev) + ")</small>";
     }
-    std::string constraint = code(ch.constraint_id);
+    std::string constraint = card_code(ch.constraint_id);
     if (!ch.stage.empty()) constraint += " (" + escape_html(stage_label(ch.stage, lang)) + ")";
     out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"ans-{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                       code(ch.api), constraint, check::answer_name(ch.answer), escape_html(answer_label(ch.answer, lang)),
+                       card_code(ch.api), constraint, check::answer_name(ch.answer), escape_html(answer_label(ch.answer, lang)),
                        escape_html(ch.severity), what, escape_html(ch.doc));
   }
   out += "</table>\n";
   if (!c.missing_facts.empty()) {
     std::string facts;
-    for (const auto& f : c.missing_facts) facts += (facts.empty() ? "" : ", ") + code(f);
+    for (const auto& f : c.missing_facts) facts += (facts.empty() ? "" : ", ") + card_code(f);
     out += fmt::format("<p>{}: {}</p>\n", escape_html(w.missing_facts), facts);
   }
   return out;
@@ -96,9 +96,9 @@ std::string prerequisites_html(const Candidate& c, Lang lang) {
   const HtmlWords& w = html_words(lang);
   std::string out = fmt::format("<p>{}:</p><ul>", escape_html(w.prerequisites));
   for (const auto& p : c.prerequisites) {
-    std::string where = p.where.file.empty() ? "" : ", " + code(location_label(p.where));
-    out += fmt::format("<li>{} ({}{}): {}</li>", code(p.id), escape_html(p.mechanical ? w.mechanical : w.manual), where,
-                       escape_html(pick(p.en, p.zh, lang)));
+    std::string where = p.where.file.empty() ? "" : ", " + card_code(location_label(p.where));
+    out += fmt::format("<li>{} ({}{}): {}</li>", card_code(p.id), escape_html(p.mechanical ? w.mechanical : w.manual), where,
+                       escape_html(card_pick(p.en, p.zh, lang)));
   }
   return out + "</ul>\n";
 }
@@ -115,7 +115,7 @@ std::string snippets_html(const Candidate& c, const CardContext& ctx) {
   for (const auto& place : places) {
     std::optional<std::string_view> text = ctx.sources->get(place.file);
     if (!text) {
-      out += fmt::format("<p class=\"snippet missing\">{}: {}</p>\n", code(location_label(place)),
+      out += fmt::format("<p class=\"snippet missing\">{}: {}</p>\n", card_code(location_label(place)),
                          escape_html(html_words(ctx.lang).source_unavailable));
       continue;
     }

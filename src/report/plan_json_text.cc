@@ -29,7 +29,7 @@ namespace npufuse::report {
 namespace {
 
 using Buffer = rapidjson::StringBuffer;
-using Writer = rapidjson::PrettyWriter<Buffer>;
+using JsonWriter = rapidjson::PrettyWriter<Buffer>;
 
 // Texts RapidJSON would spell otherwise than nlohmann: those with control
 // characters other than \b \t \n \f \r (nlohmann writes \u00xx in lower
@@ -302,7 +302,7 @@ class PlanWriter {
 
  private:
   Buffer buffer_;
-  Writer w_;
+  JsonWriter w_;
 };
 
 }  // namespace

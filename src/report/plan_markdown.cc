@@ -96,7 +96,7 @@ struct Words {
   const char* assumed;          // after a value the plan assumed rather than was given
 };
 
-const Words kEn = {
+const Words kMdEn = {
     "Fusion plan (workflow steps 1–4)",
     "npufuse {} · plan schema {}",
     "Inputs",
@@ -174,7 +174,7 @@ const Words kEn = {
     "assumed",
 };
 
-const Words kZh = {
+const Words kMdZh = {
     "融合方案（工作流程第一至四步）",
     "npufuse {} · 方案格式版本 {}",
     "输入",
@@ -279,7 +279,7 @@ std::vector<std::pair<std::string, std::vector<const Candidate*>>> by_module(con
 
 class Writer {
  public:
-  Writer(const Plan& plan, Lang lang) : plan_(plan), lang_(lang), w_(lang == Lang::Zh ? kZh : kEn) {}
+  Writer(const Plan& plan, Lang lang) : plan_(plan), lang_(lang), w_(lang == Lang::Zh ? kMdZh : kMdEn) {}
 
   std::string render() {
     line(fmt::format("# {}", w_.title));

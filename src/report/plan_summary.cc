@@ -18,7 +18,7 @@ namespace {
 using plan::Candidate;
 using plan::Status;
 
-struct Words {
+struct SummaryWords {
   const char* header;           // {n} candidates, {files}
   const char* header_one;       // {n} = 1, {files}
   const char* no_candidates;
@@ -44,7 +44,7 @@ struct Words {
   const char* list_sep;
 };
 
-constexpr Words kEn = {
+constexpr SummaryWords kEn = {
     "npufuse analyze: {} candidates in {}",
     "npufuse analyze: {} candidate in {}",
     "npufuse analyze: no fusion candidates in {}",
@@ -72,7 +72,7 @@ constexpr Words kEn = {
     ", ",
 };
 
-constexpr Words kZh = {
+constexpr SummaryWords kZh = {
     "npufuse analyze：{1} 中有 {0} 个候选",
     "npufuse analyze：{1} 中有 {0} 个候选",
     "npufuse analyze：{} 中没有融合候选",
@@ -137,7 +137,7 @@ std::string cut_line(const std::string& text, size_t limit) {
 }
 
 // The value of a deployment fact as the summary shows it.
-std::string fact_text(const plan::Plan& plan, const std::string& name, const Words& w) {
+std::string fact_text(const plan::Plan& plan, const std::string& name, const SummaryWords& w) {
   const check::Fact* f = plan.facts.find(name);
   if (!f || f->value.is_none()) return w.unknown;
   std::string v = f->value.is_str() ? f->value.as_str() : f->value.repr();
@@ -148,7 +148,7 @@ std::string fact_text(const plan::Plan& plan, const std::string& name, const Wor
 
 // The fused operator; a chain of more than two (the MoE experts' routing,
 // grouped matmul, activation and finalize) by its first, to keep one line.
-std::string operator_text(const Candidate& c, const Words& w) {
+std::string operator_text(const Candidate& c, const SummaryWords& w) {
   if (c.apis.empty()) return w.no_operator;
   if (c.apis.size() <= 2) return join(c.apis, " + ");
   return fmt::format(fmt::runtime(w.more_operators), c.apis.front(), c.apis.size() - 1, c.apis.size());
@@ -333,7 +333,7 @@ class Summary {
 
   const plan::Plan& plan_;
   Lang lang_;
-  const Words& w_;
+  const SummaryWords& w_;
   const std::vector<ReportFile>& reports_;
   std::string out_;
 };

@@ -11,7 +11,7 @@ namespace {
 
 // Length-prefixed so that moving bytes from one file's text to the next
 // file's path cannot give the same digest input.
-void append_field(std::string& out, const std::string& s) {
+void append_key_field(std::string& out, const std::string& s) {
   out += std::to_string(s.size());
   out += ':';
   out += s;
@@ -33,17 +33,17 @@ SharedInputs SharedInputs::load(const std::string& rules_dir, const std::string&
   if (with_fingerprint) {
     std::string digest_input;
     for (const auto& f : rule_files) {
-      append_field(digest_input, "rules/" + f.path);
-      append_field(digest_input, f.text);
+      append_key_field(digest_input, "rules/" + f.path);
+      append_key_field(digest_input, f.text);
     }
     for (const auto& f : catalog_files) {
-      append_field(digest_input, "catalog/" + f.path);
-      append_field(digest_input, f.text);
+      append_key_field(digest_input, "catalog/" + f.path);
+      append_key_field(digest_input, f.text);
     }
     // The reference chains shape every plan's step 2 too.
     for (const auto& [path, text] : plan::embedded_reference_chain_files()) {
-      append_field(digest_input, "chains/" + path);
-      append_field(digest_input, text);
+      append_key_field(digest_input, "chains/" + path);
+      append_key_field(digest_input, text);
     }
     fingerprint = util::sha256_hex(digest_input);
   }

@@ -2,7 +2,12 @@
 // and a multimodal config's text model read through its nested text_config.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/diagnostic.h"
 #include "model/facts.h"
+#include "model/inventory.h"
 #include "model/model_config.h"
 
 namespace npufuse::model {
@@ -84,6 +89,94 @@ TEST(ConfigFacts, AbsentKeyOfANestingConfigStaysUnknown) {
   auto facts = bind_facts(ModelConfig::from_json(c, "c.json"));
   EXPECT_FALSE(fact(facts, "sliding_window").known);
   for (const Fact& f : facts) EXPECT_NE(f.name, "mla") << "mla derived as " << f.value << " from " << f.source;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Python's json writes non-finite floats as bare NaN / Infinity (HF configs
+// of Mamba-style models carry them): read as null, strings left alone.
+TEST(ConfigFacts, NonFiniteFloatsReadAsNull) {
+  std::string path = write_temp("npufuse_cfg_nonfinite.json",
+                                "{\"time_step_limit\": [0.0, Infinity], \"low\": -Infinity, \"x\": NaN,\n"
+                                " \"note\": \"NaN and Infinity stay in strings \\\" Infinity\", \"hidden_size\": 64}\n");
+  ModelConfig c = ModelConfig::load(path);
+  EXPECT_EQ((*c.find("time_step_limit"))[0], 0.0);
+  EXPECT_TRUE((*c.find("time_step_limit"))[1].is_null());
+  EXPECT_TRUE(c.find("low")->is_null());
+  EXPECT_TRUE(c.find("x")->is_null());
+  EXPECT_EQ(*c.find("note"), "NaN and Infinity stay in strings \" Infinity");
+  EXPECT_EQ(*c.find("hidden_size"), 64);
+}
+
+TEST(ConfigFacts, ErrorPositionAfterANonFiniteFloatIsTheFilesOwn) {
+  // The same fault placed after a plain number and after Infinity is
+  // reported at the same line and column of the file.
+  auto position = [](const std::string& name, const std::string& text) {
+    try {
+      ModelConfig::load(write_temp(name, text));
+    } catch (const frontend::SyntaxError& e) {
+      return std::make_pair(e.diagnostic().line, e.diagnostic().col);
+    }
+    ADD_FAILURE() << "no error for " << text;
+    return std::make_pair(0, 0);
+  };
+  auto plain = position("npufuse_cfg_bad_plain.json", "{\"a\": 12345678,\n \"b\": [1, 2,, 3]}\n");
+  auto inf = position("npufuse_cfg_bad_inf.json", "{\"a\": Infinity,\n \"b\": [1, 2,, 3]}\n");
+  EXPECT_EQ(plain.first, 2);
+  EXPECT_EQ(inf, plain);
+  auto nan = position("npufuse_cfg_bad_nan.json", "{\"a\": NaN, \"b\": [1, 2,, 3]}\n");
+  auto nan_plain = position("npufuse_cfg_bad_nan_plain.json", "{\"a\": 123, \"b\": [1, 2,, 3]}\n");
+  EXPECT_EQ(nan, nan_plain);
+}
+// The window under another config name: `sliding_window_size` is read as the
+// window; a window key the code reads that the binder does not know leaves
+// the window unknown, never a derived 0 (full attention).
+const Fact& window_of(const std::string& code, nlohmann::json config) {
+  static std::vector<std::unique_ptr<std::pair<SourceSet, ModelConfig>>> keep;
+  keep.push_back(std::make_unique<std::pair<SourceSet, ModelConfig>>(SourceSet::from_texts({{"m.py", code}}),
+                                                                     ModelConfig::from_json(config, "config.json")));
+  static std::vector<Inventory> inventories;
+  inventories.push_back(build_inventory(keep.back()->first, keep.back()->second));
+  return fact(inventories.back().facts, "sliding_window");
+}
+
+const char* kWindowedAttention = R"(import torch
+from torch import nn
+
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.window = config.WINDOW_KEY
+        self.q = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.q(x)
+)";
+
+std::string with_key(const std::string& key) {
+  std::string code = kWindowedAttention;
+  code.replace(code.find("WINDOW_KEY"), 10, key);
+  return code;
+}
+
+TEST(ConfigFacts, SlidingWindowSizeIsTheWindow) {
+  const Fact& w = fact(bind_facts(ModelConfig::from_json({{"sliding_window_size", 4096}}, "c.json")), "sliding_window");
+  EXPECT_TRUE(w.known);
+  EXPECT_EQ(w.value, 4096);
+}
+
+TEST(ConfigFacts, AWindowTheCodeReadsUnderAnotherNameIsUnknown) {
+  const Fact& w = window_of(with_key("attention_window"), {{"hidden_size", 64}, {"attention_window", 512}});
+  EXPECT_FALSE(w.known) << w.source;
+  EXPECT_NE(w.source.find("config.attention_window"), std::string::npos) << w.source;
+  // A key that is no window length (a layer pattern) leaves the derived 0.
+  const Fact& p = window_of(with_key("sliding_window_pattern"), {{"hidden_size", 64}, {"sliding_window_pattern", 6}});
+  EXPECT_TRUE(p.known) << p.source;
+  EXPECT_EQ(p.value, 0);
 }
 
 }  // namespace

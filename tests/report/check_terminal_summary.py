@@ -247,6 +247,20 @@ def main():
         status, _, _ = piped([npufuse, "analyze", *llama, "--out", quiet_dir], source)
         check(status == 0 and not os.path.exists(quiet_dir), "a piped run or --format wrote report files")
         check(md_pipe.startswith(b"# ") and b"Candidates (module" not in md_pipe, "the pipe got the summary")
+
+        # --format summary: the same screen and report files through a pipe
+        # (the demo's log); with -o it is refused.
+        asked_dir = os.path.join(work, "asked")
+        status, asked, err = piped([npufuse, "analyze", *llama, "--format", "summary", "--out", asked_dir], source)
+        asked = asked.decode()
+        _, tty_summary, _ = on_terminal([npufuse, "analyze", *llama, "--out", asked_dir], source)
+        check(status == 0 and "Candidates (module" in asked, f"--format summary through a pipe: exit {status}: {asked[:200]}")
+        check(asked.replace("\r\n", "\n") == tty_summary.replace("\r\n", "\n"),
+              "--format summary through a pipe differs from the terminal's summary")
+        for ext in ("md", "html", "json"):
+            check(any(f.endswith(f".npufuse.{ext}") for f in os.listdir(asked_dir)), f"--format summary wrote no .{ext} report")
+        status, _, err = piped([npufuse, "analyze", *llama, "--format", "summary", "-o", plan_file], source)
+        check(status == 2 and "-o" in err, f"--format summary with -o: exit {status}, {err!r}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if failures:

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Accounts for every decoder module of a model zoo: candidate, not applicable, no fused op, or unaccounted.
+
+    python3 tools/zoo_report.py --zoo DIR [--npufuse build/npufuse] [--work DIR]
+                                [--variant NAME=FLAGS ...] [--md FILE] [--json FILE]
+
+DIR holds one folder per model with its config.json and modeling file, as
+tools/export_configs.py writes them from the installed transformers. For every
+variant (by default: the plan as given, `--tp 8 --ep 8`, and each chip) the zoo
+is analysed with one `npufuse analyze DIR` tree scan, and each model is
+decomposed once with `npufuse inspect --format json`.
+
+A module is one step of a block's sub-chains as `inspect` reports it (the
+attention's input norm, RoPE, cache write and attention core; the feed-forward's
+activation; the MoE gate, top-k, dispatch, experts, combine and shared expert;
+MLA's down/up projections and norms; the indexer's scores and top-k; every
+projection and residual add). Its state is read from the plan:
+
+- `candidate`: a candidate (with or without prerequisites) whose lines overlap
+  the step's lines and whose module fits it, or the reference-chain step of that
+  name is covered;
+- `not_applicable`: only refused candidates fit it (the hard constraint is cited);
+- `no_fused_op`: a `no_fused_op` entry fits it, the reference chain keeps the
+  step a plain op (`torch`), or it is a plain projection or residual add in a
+  BF16 plan with the reason said;
+- `unaccounted`: none of these. Those are listed by model.
+
+A model whose blocks `inspect` cannot find contributes its module classes
+(attention, feed-forward, MoE, norms, rotary) as unaccounted modules, so a
+model the tool does not decompose lowers the score instead of vanishing.
+
+Python 3 standard library only.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+from collections import Counter, defaultdict
+
+# The family each sub-chain step kind belongs to, and the candidate modules
+# (plan `module` values) that can account for it.
+FAMILIES = {
+    "input_norm": "norm", "post_norm": "norm", "qk_norm": "norm", "q_norm": "norm", "kv_norm": "norm",
+    "index_norm": "norm",
+    "rope": "rope", "index_rope": "rope",
+    "attention_core": "attention_core", "cache_read": "attention_core", "repeat_kv": "attention_core",
+    "cache_write": "kv_cache_write",
+    "activation": "ffn_activation",
+    "gate": "moe_gate", "topk": "moe_gate", "renorm": "moe_gate",
+    "dispatch": "moe_permutation",
+    "experts": "moe_experts",
+    "combine": "moe_combine",
+    "shared_expert": "shared_expert",
+    "q_down": "mla_prolog", "q_up": "mla_prolog", "kv_down": "mla_prolog", "kv_up": "mla_prolog",
+    "nope_rope_split": "mla_prolog", "absorb_uv": "mla_prolog",
+    "index_q": "indexer", "index_k": "indexer", "index_score": "indexer", "index_topk": "indexer",
+    "qkv_projection": "projection", "o_projection": "projection", "gate_up_projection": "projection",
+    "down_projection": "projection",
+    "residual_add": "residual_add",
+}
+FITS = {
+    "norm": {"norm", "mla"},
+    "rope": {"rope", "mla", "indexer"},
+    "attention_core": {"attention", "mla", "indexer"},
+    "kv_cache_write": {"kv_cache", "attention", "mla"},
+    "ffn_activation": {"ffn", "moe_experts"},
+    "moe_gate": {"moe_gate", "moe_routing"},
+    "moe_permutation": {"moe_routing", "moe_experts"},
+    "moe_experts": {"moe_experts", "moe_routing", "ffn"},
+    "moe_combine": {"moe_routing", "moe_experts"},
+    "shared_expert": {"ffn", "moe_experts"},
+    "mla_prolog": {"mla", "norm", "rope"},
+    "indexer": {"indexer"},
+    "projection": {"quant", "mla", "ffn"},
+    "residual_add": {"norm"},
+}
+# Families for which a torch_npu operator exists whatever the model's
+# quantisation (projections fuse only when quantised, residual adds only with
+# the norm that follows; both are counted apart).
+WITH_FUSED_OP = {"norm", "rope", "attention_core", "kv_cache_write", "ffn_activation", "moe_gate", "moe_permutation",
+                 "moe_experts", "moe_combine", "shared_expert", "mla_prolog", "indexer"}
+# Module-tree roles that stand for modules when a model's blocks are not found.
+TREE_ROLES = {"attention": "attention_core", "attention_core": "attention_core", "mlp": "ffn_activation",
+              "moe": "moe_experts", "router": "moe_gate", "rms_norm": "norm", "layer_norm": "norm",
+              "rotary_embedding": "rope", "indexer": "indexer"}
+# Steps a fused attention core takes in: its cache read and the K/V head repeat.
+TAKEN_BY_CORE = {"cache_read", "repeat_kv"}
+RANK = {"candidate": 0, "candidate_with_prerequisites": 0, "not_applicable": 1, "no_fused_op": 2}
+STATES = ["candidate", "not_applicable", "no_fused_op", "unaccounted"]
+
+
+def run(cmd):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def inspect_model(npufuse, folder):
+    p = run([npufuse, "inspect", folder, "--format", "json"])
+    if p.returncode != 0:
+        return None, (p.stderr.strip().splitlines() or ["inspect failed"])[0]
+    try:
+        return json.loads(p.stdout), None
+    except json.JSONDecodeError as err:
+        return None, f"inspect printed no JSON: {err}"
+
+
+def ranges_of(candidate):
+    out = []
+    for loc in [candidate.get("location")] + candidate.get("extra_locations", []) + candidate.get("parts", []):
+        if loc:
+            out.append((os.path.realpath(loc["file"]), loc["start_line"], loc["end_line"]))
+    return out
+
+
+def plan_entries(plan):
+    """Every candidate and alternative, with its line ranges."""
+    for c in plan.get("candidates", []):
+        for entry in [c] + c.get("alternatives", []):
+            yield entry, ranges_of(entry)
+
+
+def overlaps(spans, ranges):
+    for s in spans:
+        f = os.path.realpath(s["file"])
+        lo, hi = s["line"], max(s["line"], s.get("end_line", s["line"]))
+        for rf, rlo, rhi in ranges:
+            if rf == f and rlo <= hi and lo <= rhi:
+                return True
+    return False
+
+
+def chain_steps(plan):
+    """Reference-chain step name -> the statuses it has over the stages."""
+    out = defaultdict(set)
+    for rc in plan.get("reference_chains", []):
+        for st in rc.get("steps", []):
+            out[st["name"]].add(st["status"])
+    return out
+
+
+def tree_modules(structure):
+    """(family, class) of the module classes in the tree, once each."""
+    seen = set()
+
+    def walk(node):
+        if not node:
+            return
+        role = node.get("role", "")
+        fam = TREE_ROLES.get(role)
+        if fam:
+            seen.add((fam, node.get("class", "")))
+        for child in node.get("children", []):
+            walk(child)
+    walk((structure or {}).get("root"))
+    return sorted(seen)
+
+
+def account_step(module, step, entries, chain, quant):
+    kind = step["kind"]
+    family = FAMILIES.get(kind, "other")
+    fits = FITS.get(family, set())
+    best = None
+    for entry, ranges in entries:
+        if entry.get("module") not in fits or not overlaps(step.get("spans", []), ranges):
+            continue
+        if best is None or RANK.get(entry["status"], 9) < RANK.get(best["status"], 9):
+            best = entry
+    if best is not None:
+        state = "candidate" if RANK[best["status"]] == 0 else best["status"]
+        why = best["id"] if state != "not_applicable" else "; ".join(best.get("blocking", [])) or best["id"]
+        return family, state, why
+    name = "attention" if kind == "attention_core" else kind
+    statuses = chain.get(name, set())
+    if "covered" in statuses:
+        return family, "candidate", f"reference chain step {name} covered"
+    if "blocked" in statuses:
+        return family, "not_applicable", f"reference chain step {name} blocked"
+    if "torch" in statuses:
+        return family, "no_fused_op", f"the reference chain keeps {name} a plain op"
+    if family == "projection" and quant in ("", "bf16"):
+        return family, "no_fused_op", "a plain projection in a BF16 plan: matmul; fused projections are quantised ones"
+    if family == "residual_add":
+        return family, "unaccounted", "no add+norm candidate takes this residual add"
+    return family, "unaccounted", f"{module} step {kind}: no candidate, status or reason names it"
+
+
+def account_model(name, inventory, plan):
+    quant = (plan or {}).get("options", {}).get("quant", "")
+    rows = []
+    if inventory and inventory.get("chains") and plan:
+        entries = list(plan_entries(plan))
+        chain = chain_steps(plan)
+        for block in inventory["chains"]:
+            for module in block.get("modules", []):
+                core = None  # the attention core's state, for the reads it takes in
+                for step in module.get("steps", []):
+                    if step["kind"] == "attention_core":
+                        core = account_step(module["module"], step, entries, chain, quant)
+                for step in module.get("steps", []):
+                    family, state, why = account_step(module["module"], step, entries, chain, quant)
+                    if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
+                        # The fused attention reads the cache and the un-repeated K/V itself.
+                        state, why = core[1], f"taken in by the attention core ({core[2]})"
+                    span = (step.get("spans") or [{}])[0]
+                    where = f"{os.path.basename(span.get('file', '?'))}:{span.get('line', '?')}"
+                    rows.append({"block": block.get("block_class", ""), "module": module["module"], "kind": step["kind"],
+                                 "family": family, "state": state, "why": why, "where": where})
+        return rows, True
+    for family, cls in tree_modules((inventory or {}).get("structure")):
+        rows.append({"block": "", "module": cls, "kind": family, "family": family, "state": "unaccounted",
+                     "why": "the model's blocks were not decomposed", "where": cls})
+    return rows, False
+
+
+def scan(npufuse, zoo, work, flags):
+    os.makedirs(work, exist_ok=True)
+    p = run([npufuse, "analyze", zoo, "--out", work, "--no-cache", "--no-progress"] + flags)
+    summary_path = os.path.join(work, "summary.json")
+    if not os.path.exists(summary_path):
+        sys.exit(f"zoo_report: the tree scan wrote no summary: {p.stderr.strip()[:500]}")
+    with open(summary_path, encoding="utf-8") as handle:
+        summary = json.load(handle)
+    plans = {}
+    for m in summary.get("models", []):
+        if m.get("plan"):
+            with open(os.path.join(work, m["plan"]), encoding="utf-8") as handle:
+                plans[m["name"]] = json.load(handle)
+    failures = {f.get("name", "?"): f.get("error", "") for f in summary.get("failures", [])}
+    return plans, failures
+
+
+def totals(rows):
+    c = Counter(r["state"] for r in rows)
+    n = sum(c.values())
+    accounted = n - c["unaccounted"]
+    fused = [r for r in rows if r["family"] in WITH_FUSED_OP]
+    fused_candidates = sum(1 for r in fused if r["state"] == "candidate")
+    return {"modules": n, **{s: c[s] for s in STATES},
+            "accounted_pct": round(100.0 * accounted / n, 1) if n else None,
+            "with_fused_op": len(fused), "with_fused_op_candidates": fused_candidates,
+            "candidate_pct_of_fused": round(100.0 * fused_candidates / len(fused), 1) if fused else None}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--zoo", required=True, help="folder of model folders (tools/export_configs.py --out)")
+    ap.add_argument("--npufuse", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "npufuse"))
+    ap.add_argument("--work", default="zoo-report", help="folder for the plans of each variant")
+    ap.add_argument("--variant", action="append", default=None,
+                    help="NAME=FLAGS, e.g. 'tp8ep8=--tp 8 --ep 8' (default: as given, tp8ep8, A2, A3)")
+    ap.add_argument("--md", default=None, help="write the Markdown report here")
+    ap.add_argument("--json", default=None, help="write the per-model accounting here")
+    args = ap.parse_args(argv)
+    variants = [v.split("=", 1) for v in (args.variant or ["default=", "tp8ep8=--tp 8 --ep 8", "A2=--chip A2",
+                                                            "A3=--chip A3"])]
+    folders = sorted(d for d in os.listdir(args.zoo) if os.path.isdir(os.path.join(args.zoo, d)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        inspected = dict(zip(folders, pool.map(lambda d: inspect_model(args.npufuse, os.path.join(args.zoo, d)), folders)))
+    report = {"zoo": os.path.abspath(args.zoo), "models": len(folders), "variants": {}}
+    for name, flags in variants:
+        plans, failures = scan(args.npufuse, args.zoo, os.path.join(args.work, name), flags.split())
+        per_model, all_rows = {}, []
+        for d in folders:
+            inventory, inspect_error = inspected[d]
+            rows, decomposed = account_model(d, inventory, plans.get(d))
+            per_model[d] = {"decomposed": decomposed, "inspect_error": inspect_error,
+                            "analyze_error": failures.get(d), "totals": totals(rows), "rows": rows}
+            all_rows += rows
+        by_family = {}
+        for fam in sorted({r["family"] for r in all_rows}):
+            by_family[fam] = totals([r for r in all_rows if r["family"] == fam])
+        report["variants"][name] = {"flags": flags, "totals": totals(all_rows), "by_family": by_family,
+                                    "decomposed": sum(1 for m in per_model.values() if m["decomposed"]),
+                                    "models": per_model}
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=1, sort_keys=True)
+    text = markdown(report)
+    if args.md:
+        with open(args.md, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def pct(x):
+    return "n/a" if x is None else f"{x:.1f}%"
+
+
+def markdown(report):
+    out = ["# Zoo report", "",
+           f"{report['models']} model folders (every causal LM of the pinned transformers with a modeling file, "
+           "from `tools/export_configs.py`), accounted by `tools/zoo_report.py`. A module is one sub-chain step of a "
+           "decoder block as `npufuse inspect` reports it; a model whose blocks are not found counts its module "
+           "classes as unaccounted.", "",
+           "## Per variant", "",
+           "| variant | flags | models decomposed | modules | candidate | not applicable | no fused op | unaccounted | accounted | candidates where an operator exists |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, v in report["variants"].items():
+        t = v["totals"]
+        out.append(f"| {name} | `{v['flags'] or '(none)'}` | {v['decomposed']} / {report['models']} | {t['modules']} | "
+                   f"{t['candidate']} | {t['not_applicable']} | {t['no_fused_op']} | {t['unaccounted']} | "
+                   f"{pct(t['accounted_pct'])} | {t['with_fused_op_candidates']} / {t['with_fused_op']} "
+                   f"({pct(t['candidate_pct_of_fused'])}) |")
+    first = next(iter(report["variants"].values()))
+    out += ["", "## Per module family (first variant)", "",
+            "| family | modules | candidate | not applicable | no fused op | unaccounted |", "|---|---:|---:|---:|---:|---:|"]
+    for fam, t in first["by_family"].items():
+        out.append(f"| {fam} | {t['modules']} | {t['candidate']} | {t['not_applicable']} | {t['no_fused_op']} | {t['unaccounted']} |")
+    out += ["", "## Unaccounted modules by model (first variant)", ""]
+    for model, m in sorted(first["models"].items()):
+        rows = [r for r in m["rows"] if r["state"] == "unaccounted"]
+        if not rows and not m["inspect_error"]:
+            continue
+        kinds = Counter((r["module"] if not m["decomposed"] else f"{r['module']}.{r['kind']}") for r in rows)
+        detail = ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in sorted(kinds.items()))
+        note = "not decomposed: " if not m["decomposed"] else ""
+        if m["inspect_error"]:
+            note = f"inspect failed ({m['inspect_error'][:120]}): "
+        out.append(f"- `{model}` ({len(rows)}): {note}{detail}")
+    out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
