@@ -41,6 +41,13 @@ if(EXISTS "${NPUFUSE_VENV_PYTHON}")
                      --npufuse $<TARGET_FILE:npufuse> --python ${NPUFUSE_VENV_PYTHON} --model ${_model})
     set_tests_properties(apply_verify_hf_${_model} PROPERTIES TIMEOUT 900)
   endforeach()
+  # Every causal LM of the pinned transformers exported and scanned: no plan
+  # offers the compressed causal mask (sparse_mode 2/3) where the config shows
+  # windowed or chunked layers, a window in use or an indexer's top-k.
+  add_test(NAME zoo_mask_provenance
+           COMMAND ${NPUFUSE_VENV_PYTHON} ${CMAKE_SOURCE_DIR}/tests/tools/check_zoo_masks.py
+                   --npufuse $<TARGET_FILE:npufuse>)
+  set_tests_properties(zoo_mask_provenance PROPERTIES TIMEOUT 600)
 else()
   message(STATUS "npufuse: no ${NPUFUSE_VENV_PYTHON} (scripts/venv.sh makes it): the torch 2.x Python tests are left out")
 endif()

@@ -295,6 +295,16 @@ def markdown(report):
            "from `tools/export_configs.py`), accounted by `tools/zoo_report.py`. A module is one sub-chain step of a "
            "decoder block as `npufuse inspect` reports it; a model whose blocks are not found counts its module "
            "classes as unaccounted.", "",
+           "Regenerate (the zoo and the plans are not kept in the repository):", "",
+           "```sh",
+           "build/venv/bin/python tools/export_configs.py --out zoo",
+           "python3 tools/zoo_report.py --zoo zoo --md docs/zoo.md",
+           "```", "",
+           "States: `candidate` (with or without prerequisites), `not_applicable` (a hard constraint refuses every "
+           "candidate there), `no_fused_op` (a no-fused-op entry, a step the reference chain keeps a plain op, or a "
+           "plain BF16 projection), `unaccounted` (none of these). \"Candidates where an operator exists\" counts the "
+           "families a torch_npu operator covers whatever the quantisation: norms, RoPE, attention core, cache write, "
+           "activation, MoE gate / permutation / experts / combine, shared expert, MLA prolog, indexer.", "",
            "## Per variant", "",
            "| variant | flags | models decomposed | modules | candidate | not applicable | no fused op | unaccounted | accounted | candidates where an operator exists |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

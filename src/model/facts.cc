@@ -1,6 +1,9 @@
 #include "model/facts.h"
 
 #include <initializer_list>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace npufuse::model {
 
@@ -132,6 +135,37 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
     // window stays unknown rather than a derived 0.
   }
   if (config.loaded() && (mla || !config.has_sub_configs())) b.derived("mla", mla, mla ? "kv_lora_rank present" : "no kv_lora_rank");
+  // What the model's attention mask carries beyond the causal limit, from the
+  // config: windowed or chunked layers, a window length in use, an indexer's
+  // top-k selection. "none" only where the config shows a causal-only mask;
+  // a window the config leaves unknown leaves this unknown too.
+  if (config.loaded()) {
+    std::vector<std::string> beyond;
+    if (const json* types = config.find("layer_types"); types && types->is_array()) {
+      std::set<std::string> windowed;
+      for (const json& t : *types)
+        if (t.is_string() && (t.get<std::string>().find("sliding") != std::string::npos ||
+                              t.get<std::string>().find("local") != std::string::npos ||
+                              t.get<std::string>().find("chunk") != std::string::npos))
+          windowed.insert(t.get<std::string>());
+      for (const std::string& t : windowed) beyond.push_back("layer_types has " + t);
+    }
+    const json* window = value("sliding_window");
+    if (window && window->is_number_integer() && window->get<long long>() > 0 && beyond.empty())
+      beyond.push_back("sliding_window = " + window->dump());
+    if (const json* chunk = config.find("attention_chunk_size"); chunk && chunk->is_number_integer() && chunk->get<long long>() > 0 &&
+                                                                 beyond.empty() && !config.find("layer_types"))
+      beyond.push_back("attention_chunk_size = " + chunk->dump());
+    if (const json* topk = value("index_topk"); topk && !topk->is_null())
+      beyond.push_back("index_topk = " + topk->dump() + " (an indexer's top-k selection)");
+    if (!beyond.empty()) {
+      std::string all;
+      for (const std::string& x : beyond) all += (all.empty() ? "" : "; ") + x;
+      b.derived("mask_beyond_causal", all, "the config's " + all);
+    } else if (Fact* w = b.find("sliding_window"); w && w->known) {
+      b.derived("mask_beyond_causal", "none", "no windowed layers, no window in use, no indexer in the config");
+    }
+  }
   // rope_dim: rotated channels per head.
   if (rope) {
     b.derived("rope_dim", *rope, "qk_rope_head_dim");
