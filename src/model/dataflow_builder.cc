@@ -1217,18 +1217,24 @@ class Builder {
     static const std::map<std::string, std::string> layers = {
         {"Linear", "linear"},       {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"}, {"RMSNorm", "rms_norm"},
         {"SiLU", "silu"},           {"GELU", "gelu"},           {"ReLU", "relu"},            {"Dropout", "dropout"},
-        {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"}};
+        {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"},
+        // HF's Conv1D (GPT-2): a projection whose weight is stored [in, out]
+        // and which always has a bias. Its own op name, so the sub-chain
+        // finder sees a projection while rules written for F.linear's
+        // [out, in] weight do not bind it.
+        {"Conv1D", "conv1d_linear"}};
     std::string last = ctor->qualified.substr(ctor->qualified.rfind('.') + 1);
     auto it = layers.find(last);
     if (it == layers.end()) return -1;
     std::vector<int> args = ins;
     std::vector<std::string> arg_labels = labels;
-    bool weighted = it->second == "linear" || it->second == "embedding" || it->second == "layer_norm" || it->second == "rms_norm";
+    bool weighted = it->second == "linear" || it->second == "conv1d_linear" || it->second == "embedding" ||
+                    it->second == "layer_norm" || it->second == "rms_norm";
     if (weighted) {
       args.push_back(parameter_read(path + ".weight", c));
       arg_labels.push_back("weight=");
     }
-    if (it->second == "linear" && linear_has_bias(ctor->call)) {
+    if ((it->second == "linear" && linear_has_bias(ctor->call)) || it->second == "conv1d_linear") {
       args.push_back(parameter_read(path + ".bias", c));
       arg_labels.push_back("bias=");
     }

@@ -625,6 +625,11 @@ std::vector<SizeValue> known_layer_sizes(const ModuleCtor& ctor, const ModelFile
     add("in", argument(c, 0, {"in_features", "input_size"}));
     add("out", argument(c, 1, {"out_features", "output_size"}));
     if (const ast::expr* b = keyword_arg(c, "bias")) add("bias", b);
+  } else if (last == "Conv1D") {
+    // HF's GPT-2 projection: Conv1D(nf, nx) is a linear layer from nx to nf
+    // (weight stored [nx, nf], applied with addmm).
+    add("in", argument(c, 1, {"nx"}));
+    add("out", argument(c, 0, {"nf"}));
   } else if (last == "MergedColumnParallelLinear") {
     add("in", argument(c, 0, {"input_size"}));
     if (const ast::expr* sizes = argument(c, 1, {"output_sizes"})) {

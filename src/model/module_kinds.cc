@@ -26,6 +26,7 @@ const std::map<std::string, ModuleRole, std::less<>>& known_layers() {
       {"MergedColumnParallelLinear", ModuleRole::Linear},
       {"QKVParallelLinear", ModuleRole::Linear},
       {"ParallelLMHead", ModuleRole::Linear},
+      {"Conv1D", ModuleRole::Linear},  // transformers.pytorch_utils: a linear layer with a transposed weight
       {"Embedding", ModuleRole::Embedding},
       {"VocabParallelEmbedding", ModuleRole::Embedding},
       {"ParallelEmbedding", ModuleRole::Embedding},

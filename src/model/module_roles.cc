@@ -169,6 +169,14 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     return decide(ModuleRole::Other);
   }
   bool ffn_child = count(ModuleRole::Mlp) || count(ModuleRole::MoE);
+  // OPT / XGLM / BART-decoder style: the feed-forward's linears (fc1, fc2)
+  // and activation sit in the layer itself, beside the attention child.
+  bool inline_ffn = !ffn_child && count(ModuleRole::Attention) && linears >= 2 && activation_op;
+  if (inline_ffn) {
+    evidence("attention " + join(children[ModuleRole::Attention]) + " and an inline feed-forward " +
+             join(children[ModuleRole::Linear]));
+    return decide(ModuleRole::DecoderLayer);
+  }
   if (count(ModuleRole::Attention) && ffn_child) {
     evidence("attention " + join(children[ModuleRole::Attention]) + " and feed-forward " +
              join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));

@@ -243,12 +243,21 @@ ModelStructure build_structure(const SourceSet& sources, Evaluator& ev, const Ro
   for (const ClassDecl* c : roles.module_classes())
     if (!built.count(std::string(c->node->name))) tops.push_back(c);
 
+  // The config's `architectures` names the class a checkpoint is built as
+  // (HF: the causal LM, not the classification heads beside it).
+  std::set<std::string> named;
+  if (const nlohmann::json* arch = ev.config().find("architectures"); arch && arch->is_array())
+    for (const nlohmann::json& a : *arch)
+      if (a.is_string()) named.insert(a.get<std::string>());
   TreeBuilder builder(sources, ev, roles);
   std::optional<ModuleNode> best;
   for (const ClassDecl* c : tops) {
     ModuleNode n = builder.root(*c);
-    bool better = !best || root_rank(n.role) > root_rank(best->role) ||
-                  (root_rank(n.role) == root_rank(best->role) && tree_size(n) > tree_size(*best));
+    bool n_named = named.count(n.class_name) > 0, best_named = best && named.count(best->class_name) > 0;
+    bool better = !best || (n_named && !best_named) ||
+                  (n_named == best_named &&
+                   (root_rank(n.role) > root_rank(best->role) ||
+                    (root_rank(n.role) == root_rank(best->role) && tree_size(n) > tree_size(*best))));
     if (better) {
       if (best) out.other_roots.push_back(best->class_name);
       best = std::move(n);

@@ -99,6 +99,47 @@ void sort_steps(ModuleChain& chain) {
   });
 }
 
+// A feed-forward written in the block itself (OPT, XGLM, BART decoders:
+// `fc2(act(fc1(x)))` on the block's own linears): when no submodule is an
+// MLP or MoE, the block-level linears around an activation, and the ops
+// between them, are the FFN module.
+void inline_feed_forward(const BlockGraph& bg, const ClassDecl& cls, std::vector<ModuleOps>& modules,
+                         std::vector<int>& block_ops) {
+  for (const ModuleOps& m : modules)
+    if (m.role == ModuleRole::Mlp || m.role == ModuleRole::MoE) return;
+  size_t n = bg.size();
+  std::vector<int> linears;
+  for (int id : block_ops)
+    if (is_linear(bg.op(id))) linears.push_back(id);
+  if (linears.size() < 2) return;
+  OpSet linear_set = set_of(n, linears);
+  OpSet block_set = set_of(n, block_ops);
+  for (int id : block_ops) {
+    if (!is_activation(bg.op(id))) continue;
+    OpSet act = set_of(n, {id});
+    OpSet up = bg.upstream(act), down = bg.downstream(act);
+    std::vector<int> before, after;
+    for (int l : linears) {
+      if (up[static_cast<size_t>(l)]) before.push_back(l);
+      if (down[static_cast<size_t>(l)]) after.push_back(l);
+    }
+    if (before.empty() || after.empty()) continue;
+    OpSet from_before = bg.downstream(set_of(n, before));
+    OpSet to_after = bg.upstream(set_of(n, after));
+    std::vector<int> own, rest;
+    for (int b : block_ops) {
+      size_t i = static_cast<size_t>(b);
+      bool between = from_before[i] && to_after[i];
+      if (between || (linear_set[i] && (up[i] || down[i])) || b == id) own.push_back(b);
+      else rest.push_back(b);
+    }
+    (void)block_set;
+    modules.push_back(ModuleOps{"self", ModuleRole::Mlp, std::string(cls.node->name), own});
+    block_ops = std::move(rest);
+    return;
+  }
+}
+
 // Splits the graph's ops by the block's submodules and runs each module's finder.
 std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& sources, const RoleTable& roles,
                                        const SubmoduleLookup& lookup, const ClassDecl& cls, const std::string& instance,
@@ -129,6 +170,8 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     if (fresh) modules.push_back(ModuleOps{top, role, ctor_name(ctor), {}});
     modules[it->second].ops.push_back(o.id);
   }
+
+  inline_feed_forward(bg, cls, modules, block_ops);
 
   std::vector<ModuleChain> chains;
   std::vector<std::vector<int>> chain_ops;

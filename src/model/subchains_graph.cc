@@ -1,5 +1,7 @@
 #include "model/subchains_graph.h"
 
+#include <set>
+
 #include <algorithm>
 #include <map>
 
@@ -34,7 +36,12 @@ bool in_scope(const DataflowOp& o, const std::string& scope) {
 }
 
 bool is_matmul(const DataflowOp& o) { return o.name == "matmul" || o.name == "einsum" || o.name == "bmm"; }
-bool is_linear(const DataflowOp& o) { return o.name == "linear"; }
+bool is_linear(const DataflowOp& o) { return o.name == "linear" || o.name == "conv1d_linear"; }
+
+bool is_activation(const DataflowOp& o) {
+  static const std::set<std::string> acts = {"silu", "gelu", "relu", "gelu_tanh", "tanh", "sigmoid", "swiglu", "quick_gelu"};
+  return acts.count(o.name) || o.name.rfind("activation", 0) == 0;
+}
 bool is_norm_anchor(const DataflowOp& o) {
   return o.name == "rsqrt" || o.name == "rms_norm" || o.name == "layer_norm" || o.name == "group_norm";
 }

@@ -59,7 +59,8 @@ bool any(const OpSet& s);
 
 bool in_scope(const DataflowOp& o, const std::string& scope);
 bool is_matmul(const DataflowOp& o);  // matmul / bmm / einsum
-bool is_linear(const DataflowOp& o);
+bool is_linear(const DataflowOp& o);      // F.linear, nn.Linear, HF's Conv1D
+bool is_activation(const DataflowOp& o);  // silu, gelu, relu, tanh, sigmoid, ... and ACT2FN picks
 bool is_norm_anchor(const DataflowOp& o);  // rsqrt, rms_norm, layer_norm
 
 // A projection: the linear ops of one weight (the dequantising and the plain

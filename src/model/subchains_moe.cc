@@ -31,11 +31,6 @@ int matmuls_on_one_path(const BlockGraph& bg, const std::vector<int>& matmuls) {
   return best;
 }
 
-bool is_activation(const DataflowOp& o) {
-  static const std::set<std::string> acts = {"silu", "gelu", "relu", "gelu_tanh", "tanh", "sigmoid", "swiglu", "quick_gelu"};
-  return acts.count(o.name) || o.name.rfind("activation", 0) == 0;
-}
-
 // Training-only code (auxiliary losses) is not part of the inference chain.
 bool training_only(const BlockGraph& bg, const DataflowOp& o) {
   if (o.condition.empty()) return false;

@@ -622,5 +622,91 @@ class Block(nn.Module):
   EXPECT_EQ(steps(*moe, "experts").size(), 1u) << kinds(*moe);
 }
 
+// GPT-2 / OPT style, written from scratch: projections are HF's Conv1D
+// (`Conv1D(nf, nx)`: nx in, nf out), the layer holds its feed-forward's two
+// linears itself (no MLP child), and the file also defines a classification
+// head beside the causal LM; the config's `architectures` names the root.
+TEST(SubChainForms, Conv1DProjectionsInlineFeedForwardAndTheNamedRoot) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+from ...pytorch_utils import Conv1D
+
+class SelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.n = config.num_attention_heads
+        self.d = config.hidden_size // config.num_attention_heads
+        self.c_attn = Conv1D(3 * config.hidden_size, config.hidden_size)
+        self.c_proj = Conv1D(config.hidden_size, config.hidden_size)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.c_attn(x).split(self.n * self.d, dim=2)
+        q = q.view(b, s, self.n, self.d).transpose(1, 2)
+        k = k.view(b, s, self.n, self.d).transpose(1, 2)
+        v = v.view(b, s, self.n, self.d).transpose(1, 2)
+        p = torch.softmax(q @ k.transpose(-1, -2) * self.d ** -0.5, dim=-1)
+        return self.c_proj((p @ v).transpose(1, 2).reshape(b, s, -1))
+
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn_norm = nn.LayerNorm(config.hidden_size)
+        self.attn = SelfAttention(config)
+        self.ffn_norm = nn.LayerNorm(config.hidden_size)
+        self.fc1 = nn.Linear(config.hidden_size, config.ffn_dim)
+        self.fc2 = nn.Linear(config.ffn_dim, config.hidden_size)
+
+    def forward(self, x):
+        x = x + self.attn(self.attn_norm(x))
+        return x + self.fc2(F.relu(self.fc1(self.ffn_norm(x))))
+
+class Decoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([Layer(config) for _ in range(config.num_hidden_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class DecoderForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Decoder(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+
+class DecoderForTokenClassification(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Decoder(config)
+        self.dropout = nn.Dropout(0.1)
+        self.extra = nn.Linear(config.hidden_size, config.hidden_size)
+        self.classifier = nn.Linear(config.hidden_size, 2)
+
+    def forward(self, ids):
+        return self.classifier(self.extra(self.dropout(self.model(ids))))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"num_attention_heads", 4}, {"ffn_dim", 256}, {"vocab_size", 100},
+                        {"num_hidden_layers", 2}, {"architectures", {"DecoderForCausalLM"}}});
+  ASSERT_TRUE(b->inv.structure.root);
+  EXPECT_EQ(b->inv.structure.root->class_name, "DecoderForCausalLM");
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr) << "Conv1D projections are not linears";
+  EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+  EXPECT_EQ(steps(*attn, "qkv_projection").size(), 1u) << kinds(*attn);
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr) << "the layer's inline feed-forward is not found";
+  EXPECT_EQ(steps(*ffn, "activation").size(), 1u) << kinds(*ffn);
+}
+
 }  // namespace
 }  // namespace npufuse::model
