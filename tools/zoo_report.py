@@ -20,9 +20,10 @@ projection and residual add). Its state is read from the plan:
   the step's lines and whose module fits it, or the reference-chain step of that
   name is covered;
 - `not_applicable`: only refused candidates fit it (the hard constraint is cited);
-- `no_fused_op`: a `no_fused_op` entry fits it, the reference chain keeps the
-  step a plain op (`torch`), or it is a plain projection or residual add in a
-  BF16 plan with the reason said;
+- `no_fused_op`: a `no_fused_op` entry fits it, the plan says the code already
+  runs it as one fused call (a near-miss such as `F.layer_norm`), the reference
+  chain keeps the step a plain op (`torch`), or it is a plain projection in a
+  BF16 plan, with the reason said;
 - `unaccounted`: none of these. Those are listed by model.
 
 A model whose blocks `inspect` cannot find contributes its module classes
@@ -35,6 +36,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -130,6 +132,19 @@ def overlaps(spans, ranges):
     return False
 
 
+ALREADY_FUSED = re.compile(r"near-miss: (\S+) did not match at (.+):(\d+) \(.*already (?:runs|computes)[^(]*")
+
+
+def already_fused(plan):
+    """[(rule module, file, line, note)] of the plan's near-misses that say the code already runs one fused call."""
+    out = []
+    for note in plan.get("notes", []):
+        m = ALREADY_FUSED.match(note)
+        if m:
+            out.append((m.group(1).split(".")[0], os.path.realpath(m.group(2)), int(m.group(3)), note))
+    return out
+
+
 def chain_steps(plan):
     """Reference-chain step name -> the statuses it has over the stages."""
     out = defaultdict(set)
@@ -156,7 +171,7 @@ def tree_modules(structure):
     return sorted(seen)
 
 
-def account_step(module, step, entries, chain, quant):
+def account_step(module, step, entries, chain, quant, fused=()):
     kind = step["kind"]
     family = FAMILIES.get(kind, "other")
     fits = FITS.get(family, set())
@@ -170,6 +185,9 @@ def account_step(module, step, entries, chain, quant):
         state = "candidate" if RANK[best["status"]] == 0 else best["status"]
         why = best["id"] if state != "not_applicable" else "; ".join(best.get("blocking", [])) or best["id"]
         return family, state, why
+    for rule_module, f, line, note in fused:
+        if rule_module in fits and overlaps(step.get("spans", []), [(f, line, line)]):
+            return family, "no_fused_op", "already one fused call: " + note.split(": ", 2)[-1][:160]
     name = "attention" if kind == "attention_core" else kind
     statuses = chain.get(name, set())
     if "covered" in statuses:
@@ -191,14 +209,15 @@ def account_model(name, inventory, plan):
     if inventory and inventory.get("chains") and plan:
         entries = list(plan_entries(plan))
         chain = chain_steps(plan)
+        fused = already_fused(plan)
         for block in inventory["chains"]:
             for module in block.get("modules", []):
                 core = None  # the attention core's state, for the reads it takes in
                 for step in module.get("steps", []):
                     if step["kind"] == "attention_core":
-                        core = account_step(module["module"], step, entries, chain, quant)
+                        core = account_step(module["module"], step, entries, chain, quant, fused)
                 for step in module.get("steps", []):
-                    family, state, why = account_step(module["module"], step, entries, chain, quant)
+                    family, state, why = account_step(module["module"], step, entries, chain, quant, fused)
                     if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
                         # The fused attention reads the cache and the un-repeated K/V itself.
                         state, why = core[1], f"taken in by the attention core ({core[2]})"

@@ -136,6 +136,26 @@ def search(router_logits, correction_bias, num_tokens, num_experts, n_group, top
     return mix, chosen
 
 
+def search_masked_inf(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k,
+                      routed_scaling_factor):
+    # Current HF style: the bias added to the scores as they are, the experts of
+    # the dropped groups set to -inf before the final top-k.
+    probs = router_logits.sigmoid()
+    biased = probs + correction_bias
+    per_group = biased.view(-1, n_group, num_experts // n_group).topk(2, dim=-1)[0].sum(dim=-1)
+    best_groups = torch.topk(per_group, k=topk_group, dim=-1, sorted=False)[1]
+    kept = torch.zeros_like(per_group)
+    kept.scatter_(1, best_groups, 1)
+    expert_kept = kept.unsqueeze(-1).expand(-1, n_group, num_experts // n_group).reshape(-1, num_experts)
+    biased = biased.masked_fill(~expert_kept.bool(), float("-inf"))
+    chosen = torch.topk(biased, k=top_k, dim=-1, sorted=False)[1]
+    mix = probs.gather(1, chosen)
+    total = mix.sum(dim=-1, keepdim=True) + 1e-20
+    mix /= total
+    mix = mix * routed_scaling_factor
+    return mix, chosen
+
+
 def search_new_ones_mask(router_logits, correction_bias, num_tokens, num_experts, n_group, topk_group, top_k,
                          routed_scaling_factor):
     # Reference-implementation style: a boolean drop mask from new_ones + scatter_(False).
