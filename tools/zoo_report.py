@@ -21,7 +21,9 @@ projection and residual add). Its state is read from the plan:
   name is covered;
 - `not_applicable`: only refused candidates fit it (the hard constraint is cited);
 - `no_fused_op`: a `no_fused_op` entry fits it, the plan says the code already
-  runs it as one fused call (a near-miss such as `F.layer_norm`), the reference
+  runs it as one fused call (a near-miss such as `F.layer_norm`), the plan
+  dismisses the step in its notes with a reason (a plain projection, a residual
+  add no RMSNorm follows, a step already fused), the reference
   chain keeps the step a plain op (`torch`), or it is a plain projection in a
   BF16 plan, with the reason said;
 - `unaccounted`: none of these. Those are listed by model.
@@ -145,6 +147,20 @@ def already_fused(plan):
     return out
 
 
+DISMISSED = re.compile(r"^(\w+)\.(\w+) of .+ at (.+):(\d+): (no fusion needed|no fused operator|no new operator)(.*)$")
+
+
+def dismissed(plan):
+    """{(kind, file, line): reason} of the steps the plan dismisses in its notes (a plain projection,
+    a residual add with no norm to join, a step the model already runs fused)."""
+    out = {}
+    for note in plan.get("notes", []):
+        m = DISMISSED.match(note)
+        if m:
+            out[(m.group(2), os.path.realpath(m.group(3)), int(m.group(4)))] = m.group(5) + m.group(6)
+    return out
+
+
 def chain_steps(plan):
     """Reference-chain step name -> the statuses it has over the stages."""
     out = defaultdict(set)
@@ -171,7 +187,7 @@ def tree_modules(structure):
     return sorted(seen)
 
 
-def account_step(module, step, entries, chain, quant, fused=()):
+def account_step(module, step, entries, chain, quant, fused=(), dismissals=None, rms_model=False):
     kind = step["kind"]
     family = FAMILIES.get(kind, "other")
     fits = FITS.get(family, set())
@@ -188,6 +204,14 @@ def account_step(module, step, entries, chain, quant, fused=()):
     for rule_module, f, line, note in fused:
         if rule_module in fits and overlaps(step.get("spans", []), [(f, line, line)]):
             return family, "no_fused_op", "already one fused call: " + note.split(": ", 2)[-1][:160]
+    for span in step.get("spans", [])[:1]:
+        why = (dismissals or {}).get((kind, os.path.realpath(span["file"]), span["line"]))
+        if why and kind == "residual_add" and rms_model:
+            # The plan's "joins the next RMSNorm where one follows it": in a model with
+            # RMSNorms, an add that no add+RMSNorm candidate takes is a gap, not a reason.
+            return family, "unaccounted", "no add+RMSNorm candidate takes this residual add (the model has RMSNorms)"
+        if why:
+            return family, "no_fused_op", "the plan: " + why[:160]
     name = "attention" if kind == "attention_core" else kind
     statuses = chain.get(name, set())
     if "covered" in statuses:
@@ -210,14 +234,17 @@ def account_model(name, inventory, plan):
         entries = list(plan_entries(plan))
         chain = chain_steps(plan)
         fused = already_fused(plan)
+        dismissals = dismissed(plan)
+        rms_model = any(e.get("rule", "").split(".")[-1] in ("rms_norm", "add_rms_norm", "gemma_rms_norm")
+                        for e, _ in entries)
         for block in inventory["chains"]:
             for module in block.get("modules", []):
                 core = None  # the attention core's state, for the reads it takes in
                 for step in module.get("steps", []):
                     if step["kind"] == "attention_core":
-                        core = account_step(module["module"], step, entries, chain, quant, fused)
+                        core = account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
                 for step in module.get("steps", []):
-                    family, state, why = account_step(module["module"], step, entries, chain, quant, fused)
+                    family, state, why = account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
                     if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
                         # The fused attention reads the cache and the un-repeated K/V itself.
                         state, why = core[1], f"taken in by the attention core ({core[2]})"

@@ -70,6 +70,9 @@ def main():
     states = {(r["module"], r["kind"]): r["state"] for r in llama["rows"]}
     for key in [("attention", "attention_core"), ("attention", "rope"), ("attention", "input_norm"), ("ffn", "activation")]:
         check(states.get(key) == "candidate", f"llama_like {key}: {states.get(key)}")
+    whys = {(r["module"], r["kind"]): r["why"] for r in llama["rows"]}
+    check(states.get(("attention", "qkv_projection")) == "no_fused_op" and "plain projection" in whys.get(("attention", "qkv_projection"), ""),
+          f"llama_like's q/k/v projection: {states.get(('attention', 'qkv_projection'))}, {whys.get(('attention', 'qkv_projection'))}")
     for r in llama["rows"] + default["models"]["qwen3_moe_like"]["rows"]:
         check(r["state"] in ("candidate", "not_applicable", "no_fused_op", "unaccounted"), f"state {r}")
         check(bool(r["why"]), f"no reason: {r}")
