@@ -54,6 +54,22 @@ const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataf
   return nullptr;
 }
 
+// An activation step that is one element-wise op (F.gelu, an ACT2FN pick):
+// nothing to fuse, so no new-operator requirement. Its name, or "".
+std::string single_activation(const model::SubChainStep& step, const model::FunctionDataflow* g) {
+  if (step.kind != "activation" || !g) return "";
+  std::string name;
+  int compute = 0;
+  for (int id : step.ops) {
+    const model::DataflowOp& o = g->ops[static_cast<size_t>(id)];
+    if (o.cls == model::OpClass::Compute || o.cls == model::OpClass::Call || o.cls == model::OpClass::Module) {
+      ++compute;
+      name = o.name;
+    }
+  }
+  return compute == 1 ? name : "";
+}
+
 // Coverage is by lines; a helper both halves call (a `linear(x, w, bias)`
 // function) puts an MLA projection and an FFN's GEMM on the same lines, so a
 // candidate of one half never covers a step of the other.
@@ -248,6 +264,11 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
           out.dismissed.push_back(what +
                                   ": no fused operator on its own: a residual add joins the next RMSNorm "
                                   "(norm.add_rms_norm) where one follows it");
+          continue;
+        }
+        if (std::string single = single_activation(step, block_graph(graphs, block.block_class)); !single.empty()) {
+          out.dismissed.push_back(fmt::format("{}: no new operator needed: one element-wise {} already runs as one kernel",
+                                              what, single));
           continue;
         }
         if (const NearMissSite* fused = already_fused(step, near_misses, functions)) {
