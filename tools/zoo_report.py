@@ -239,12 +239,12 @@ def account_model(name, inventory, plan):
                         for e, _ in entries)
         for block in inventory["chains"]:
             for module in block.get("modules", []):
-                core = None  # the attention core's state, for the reads it takes in
-                for step in module.get("steps", []):
-                    if step["kind"] == "attention_core":
-                        core = account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
-                for step in module.get("steps", []):
-                    family, state, why = account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
+                steps = module.get("steps", [])
+                states = [account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
+                          for step in steps]
+                # The attention core's state, for the reads it takes in.
+                core = next((st for step, st in reversed(list(zip(steps, states))) if step["kind"] == "attention_core"), None)
+                for step, (family, state, why) in zip(steps, states):
                     if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
                         # The fused attention reads the cache and the un-repeated K/V itself.
                         state, why = core[1], f"taken in by the attention core ({core[2]})"

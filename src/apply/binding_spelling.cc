@@ -272,20 +272,7 @@ std::string undo_views(const std::vector<int>& axes) {
 
 // `text` as the receiver of a method call.
 std::string receiver_text(const std::string& text) {
-  try {
-    auto parsed = frontend::parse_expression(text, "<binding>");
-    switch (parsed->expr->kind) {
-      case ast::NodeKind::Name:
-      case ast::NodeKind::Attribute:
-      case ast::NodeKind::Call:
-      case ast::NodeKind::Subscript:
-        return text;
-      default:
-        break;
-    }
-  } catch (const std::exception&) {
-  }
-  return "(" + text + ")";
+  return primary_expression(text, false).value_or(false) ? text : "(" + text + ")";
 }
 
 }  // namespace

@@ -23,21 +23,9 @@ struct TextEdit {
 // An argument text that is not a primary expression is parenthesised, so
 // `a + b` substituted into `x * w` keeps its meaning.
 std::string as_operand(const std::string& text) {
-  try {
-    auto parsed = frontend::parse_expression(text, "<binding>");
-    switch (parsed->expr->kind) {
-      case ast::NodeKind::Name:
-      case ast::NodeKind::Attribute:
-      case ast::NodeKind::Call:
-      case ast::NodeKind::Subscript:
-      case ast::NodeKind::Constant:
-        return text;
-      default:
-        return "(" + text + ")";
-    }
-  } catch (const std::exception&) {
-    throw ApplyError(fmt::format("the bound expression '{}' is not a Python expression", text));
-  }
+  std::optional<bool> primary = primary_expression(text, true);
+  if (!primary) throw ApplyError(fmt::format("the bound expression '{}' is not a Python expression", text));
+  return *primary ? text : "(" + text + ")";
 }
 
 std::string fresh_name(const std::string& name, const std::set<std::string>& taken) {

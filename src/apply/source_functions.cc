@@ -239,6 +239,25 @@ std::vector<OtherBinding> other_bindings(const FunctionAt& caller, const std::st
   return out;
 }
 
+std::optional<bool> primary_expression(const std::string& text, bool constants) {
+  try {
+    auto parsed = frontend::parse_expression(text, "<binding>");
+    switch (parsed->expr->kind) {
+      case ast::NodeKind::Name:
+      case ast::NodeKind::Attribute:
+      case ast::NodeKind::Call:
+      case ast::NodeKind::Subscript:
+        return true;
+      case ast::NodeKind::Constant:
+        return constants;
+      default:
+        return false;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::set<std::string> parameter_names(const ast::FunctionDef& fn) {
   std::set<std::string> out;
   for (const ast::arg* a : fn.args->args) out.insert(std::string(a->arg));

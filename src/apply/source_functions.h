@@ -94,6 +94,11 @@ std::vector<OtherBinding> other_bindings(const FunctionAt& caller, const std::st
 // A function's positional and keyword-only parameter names.
 std::set<std::string> parameter_names(const frontend::ast::FunctionDef& fn);
 
+// Whether `text` is a primary expression (a name, attribute, call or
+// subscript; a constant too when `constants`), which needs no parentheses
+// as an operand or a method's receiver; nullopt when it does not parse.
+std::optional<bool> primary_expression(const std::string& text, bool constants);
+
 // The module-level dicts of the files holding the function `name` among their
 // values (llama_like's `ATTENTION_FUNCTIONS = {"eager": eager_attention_forward, ...}`).
 std::set<std::string> tables_holding(const model::SourceSet& sources, const std::string& name);

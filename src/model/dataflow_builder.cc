@@ -686,18 +686,16 @@ class Builder {
   // as an unresolved call under the opposite condition. A key the config
   // fixes keeps only the side it picks.
   std::vector<Callee> table_get_callees(const ast::Call& call) {
-    auto* a = ast::as<ast::Attribute>(call.func);
-    auto* table = a ? ast::as<ast::Name>(a->value) : nullptr;
-    if (!table || !module_level(std::string(table->id)) || call.args.size != 2) return {};
-    bool interface = a->attr == "get_interface";
-    if (!interface && a->attr != "get") return {};
-    std::vector<Callee> defaults = callees_of(call.args[1]);
+    std::optional<TableGet> get = table_get(call);
+    if (!get || !module_level(std::string(get->table->id))) return {};
+    bool interface = get->interface;
+    std::vector<Callee> defaults = callees_of(get->fallback);
     if (defaults.empty()) return {};
-    std::string key(file_->text_of(call.args[0]));
-    std::string table_name(table->id);
+    std::string key(file_->text_of(get->key));
+    std::string table_name(get->table->id);
     std::string picks_default = interface ? key + " == \"eager\"" : key + " not in " + table_name;
     ConfigFieldReader config = [this](std::string_view k) { return lookup_ ? lookup_->config_field(k) : nullptr; };
-    std::optional<std::string> known = static_string_key(sources_, *file_, call.args[0], config);
+    std::optional<std::string> known = static_string_key(sources_, *file_, get->key, config);
     if (known && interface && *known == "eager") return defaults;
     Callee other;
     other.text = std::string(file_->text_of(&call));

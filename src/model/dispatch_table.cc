@@ -129,4 +129,11 @@ DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file,
   return out;
 }
 
+std::optional<TableGet> table_get(const ast::Call& call) {
+  auto* a = ast::as<ast::Attribute>(call.func);
+  auto* table = a ? ast::as<ast::Name>(a->value) : nullptr;
+  if (!table || call.args.size != 2 || (a->attr != "get_interface" && a->attr != "get")) return std::nullopt;
+  return TableGet{table, call.args[0], call.args[1], a->attr == "get_interface"};
+}
+
 }  // namespace npufuse::model

@@ -49,4 +49,15 @@ struct DispatchTarget {
 DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
                                 const ConfigFieldReader& config);
 
+// `TABLE.get_interface(key, default)` or `TABLE.get(key, default)` on a
+// name (HF 5's attention and experts dispatch: the default where the key
+// picks it, else a table entry): its parts, or nullopt for any other call.
+struct TableGet {
+  const ast::Name* table = nullptr;
+  const ast::expr* key = nullptr;
+  const ast::expr* fallback = nullptr;
+  bool interface = false;  // get_interface: the default answers to the key "eager"
+};
+std::optional<TableGet> table_get(const ast::Call& call);
+
 }  // namespace npufuse::model

@@ -193,12 +193,11 @@ class CensusBuilder {
     // TABLE.get_interface(key, default) / TABLE.get(key, default): the
     // default helper, and a table whose other entries are not known here.
     if (auto* call = ast::as<ast::Call>(v)) {
-      auto* a = ast::as<ast::Attribute>(call->func);
-      auto* t = a ? ast::as<ast::Name>(a->value) : nullptr;
-      if (t && (a->attr == "get_interface" || a->attr == "get") && call->args.size == 2 && ast::as<ast::Name>(call->args[1]) &&
-          sources_.find_function(ast::as<ast::Name>(call->args[1])->id)) {
-        out_.dispatch_tables.insert(std::string(t->id));
-        callee_value(call->args[1], file, depth);
+      std::optional<TableGet> get = table_get(*call);
+      auto* fallback = get ? ast::as<ast::Name>(get->fallback) : nullptr;
+      if (fallback && sources_.find_function(fallback->id)) {
+        out_.dispatch_tables.insert(std::string(get->table->id));
+        callee_value(get->fallback, file, depth);
       }
       return;
     }

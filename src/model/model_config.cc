@@ -119,24 +119,26 @@ const nlohmann::json* find_in(const nlohmann::json& root, std::string_view dotte
 
 }  // namespace
 
-const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const {
+const nlohmann::json* ModelConfig::find(std::string_view dotted_key) const { return find_where(dotted_key, nullptr); }
+
+std::string ModelConfig::nested_origin(std::string_view dotted_key) const {
+  const char* nested = nullptr;
+  find_where(dotted_key, &nested);
+  return nested ? nested : "";
+}
+
+const nlohmann::json* ModelConfig::find_where(std::string_view dotted_key, const char** nested_key) const {
   if (!loaded_) return nullptr;
   if (const nlohmann::json* j = find_in(root_, dotted_key)) return j;
   for (const char* nested : kTextConfigKeys) {
     auto it = root_.find(nested);
     if (it == root_.end() || !it->is_object()) continue;
-    if (const nlohmann::json* j = find_in(*it, dotted_key)) return j;
+    if (const nlohmann::json* j = find_in(*it, dotted_key)) {
+      if (nested_key) *nested_key = nested;
+      return j;
+    }
   }
   return nullptr;
-}
-
-std::string ModelConfig::nested_origin(std::string_view dotted_key) const {
-  if (!loaded_ || find_in(root_, dotted_key)) return "";
-  for (const char* nested : kTextConfigKeys) {
-    auto it = root_.find(nested);
-    if (it != root_.end() && it->is_object() && find_in(*it, dotted_key)) return nested;
-  }
-  return "";
 }
 
 bool ModelConfig::has_sub_configs() const {

@@ -38,6 +38,10 @@ class ModelConfig {
   bool has_sub_configs() const;
 
  private:
+  // find(), and in *nested_key the nested config it came from (untouched
+  // when the top level has it).
+  const nlohmann::json* find_where(std::string_view dotted_key, const char** nested_key) const;
+
   bool loaded_ = false;
   std::string origin_;
   nlohmann::json root_ = nlohmann::json::object();

@@ -113,7 +113,6 @@ void inline_feed_forward(const BlockGraph& bg, const ClassDecl& cls, std::vector
     if (is_linear(bg.op(id))) linears.push_back(id);
   if (linears.size() < 2) return;
   OpSet linear_set = set_of(n, linears);
-  OpSet block_set = set_of(n, block_ops);
   for (int id : block_ops) {
     if (!is_activation(bg.op(id))) continue;
     OpSet act = set_of(n, {id});
@@ -133,7 +132,6 @@ void inline_feed_forward(const BlockGraph& bg, const ClassDecl& cls, std::vector
       if (between || (linear_set[i] && (up[i] || down[i])) || b == id) own.push_back(b);
       else rest.push_back(b);
     }
-    (void)block_set;
     modules.push_back(ModuleOps{"self", ModuleRole::Mlp, std::string(cls.node->name), own});
     block_ops = std::move(rest);
     return;

@@ -125,6 +125,7 @@ def main():
     sys.path.insert(0, str(src / "python" / "torch_npu_standin"))
     sys.path.insert(0, str(src / "python"))
     import torch_npu
+    from npufuse_verify.wrong_operator import wrong_version
     if not getattr(torch_npu, "IS_NPUFUSE_STANDIN", False):
         print("a real torch_npu is installed: the CPU comparison needs the stand-in")
         return 77
@@ -164,14 +165,7 @@ def main():
                                     + (out / "model.py").read_text())
                     continue
                 right = getattr(torch_npu, op)
-
-                def wrong(*a, **kw):
-                    result = right(*a, **kw)
-                    for t in (result if isinstance(result, tuple) else (result,)):
-                        t.mul_(1.5)
-                    return result
-
-                setattr(torch_npu, op, wrong)
+                setattr(torch_npu, op, wrong_version(right))
                 try:
                     spoiled = difference(original, patched, FORMS[form][3])
                 finally:
