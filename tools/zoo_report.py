@@ -147,7 +147,8 @@ def already_fused(plan):
     return out
 
 
-DISMISSED = re.compile(r"^(\w+)\.(\w+) of .+ at (.+):(\d+): (no fusion needed|no fused operator|no new operator)(.*)$")
+DISMISSED = re.compile(r"^(\w+)\.(\w+) of .+ at (.+):(\d+): "
+                       r"(no fusion needed|no fused operator|no new operator|the sum feeds an RMSNorm)(.*)$")
 
 
 def dismissed(plan):
@@ -187,7 +188,12 @@ def tree_modules(structure):
     return sorted(seen)
 
 
-def account_step(module, step, entries, chain, quant, fused=(), dismissals=None, rms_model=False):
+# A residual add's plan reason that names no cause: the sum feeds an RMSNorm and no
+# rule says why it was not fused, or what reads the sum was not worked out.
+RESIDUAL_GAP = re.compile(r"no add\+RMSNorm rule matched here|joins the next RMSNorm .* where one follows it")
+
+
+def account_step(module, step, entries, chain, quant, fused=(), dismissals=None):
     kind = step["kind"]
     family = FAMILIES.get(kind, "other")
     fits = FITS.get(family, set())
@@ -206,10 +212,10 @@ def account_step(module, step, entries, chain, quant, fused=(), dismissals=None,
             return family, "no_fused_op", "already one fused call: " + note.split(": ", 2)[-1][:160]
     for span in step.get("spans", [])[:1]:
         why = (dismissals or {}).get((kind, os.path.realpath(span["file"]), span["line"]))
-        if why and kind == "residual_add" and rms_model:
-            # The plan's "joins the next RMSNorm where one follows it": in a model with
-            # RMSNorms, an add that no add+RMSNorm candidate takes is a gap, not a reason.
-            return family, "unaccounted", "no add+RMSNorm candidate takes this residual add (the model has RMSNorms)"
+        if why and kind == "residual_add" and RESIDUAL_GAP.search(why):
+            # The sum feeds an RMSNorm and no add+RMSNorm candidate takes it, with no
+            # reason given (or the reason is not worked out): a gap, not a reason.
+            return family, "unaccounted", "no add+RMSNorm candidate takes this residual add: " + why.split(": ", 1)[-1][:120]
         if why:
             return family, "no_fused_op", "the plan: " + why[:160]
     name = "attention" if kind == "attention_core" else kind
@@ -235,12 +241,10 @@ def account_model(name, inventory, plan):
         chain = chain_steps(plan)
         fused = already_fused(plan)
         dismissals = dismissed(plan)
-        rms_model = any(e.get("rule", "").split(".")[-1] in ("rms_norm", "add_rms_norm", "gemma_rms_norm")
-                        for e, _ in entries)
         for block in inventory["chains"]:
             for module in block.get("modules", []):
                 steps = module.get("steps", [])
-                states = [account_step(module["module"], step, entries, chain, quant, fused, dismissals, rms_model)
+                states = [account_step(module["module"], step, entries, chain, quant, fused, dismissals)
                           for step in steps]
                 # The attention core's state, for the reads it takes in.
                 core = next((st for step, st in reversed(list(zip(steps, states))) if step["kind"] == "attention_core"), None)
@@ -277,7 +281,10 @@ def scan(npufuse, zoo, work, flags):
 
 
 def nothing_to_fuse(why):
-    return why.startswith("already one fused call") or why.startswith("the plan: no new operator needed")
+    """A step no torch_npu operator would take: the code already runs it as one kernel, it is a plain
+    GEMM (a router's linear), or the plan says no documented operator computes it."""
+    return (why.startswith("already one fused call") or why.startswith("the plan: no new operator needed")
+            or why.startswith("the plan: no fusion needed: plain projection") or "no documented operator" in why)
 
 
 def totals(rows):

@@ -40,7 +40,7 @@ RULE = {
     "safety": "safe",
     "prerequisites": [],
     "checks": ["npu_rms_norm:*"],
-    "facts": {},
+    "facts": {"norm_gamma_dtype": "input"},
     "match": {"independent_returns": True,
               "only_from": {"query_states": ["view", "reshape", "unflatten", "transpose", "input"],
                             "key_states": ["view", "reshape", "unflatten", "transpose", "input"]},

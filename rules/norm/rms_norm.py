@@ -41,7 +41,7 @@ RULE = {
     "safety": "safe",
     "prerequisites": [],
     "checks": ["npu_rms_norm:*"],
-    "facts": {},
+    "facts": {"norm_gamma_dtype": "input"},
     "hints": {"class_names": ["RMSNorm", "LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm"],
               "hub_kernels": ["RMSNorm"]},
     "inputs": {
@@ -52,7 +52,7 @@ RULE = {
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
     "min_torch": {"search_f_rms_norm": "2.4"},
-    "match": {"not_from": {"weight": ["add", "sub"], "hidden_states": ["sub"]},
+    "match": {"not_from": {"weight": ["add", "sub", "rsqrt", "sqrt", "div"], "hidden_states": ["sub"]},
               "explain": [{"when": "hidden_states is computed by sub(", "near_miss": "fixtures/rms_norm_nomatch_layer_norm.py"},
                           {"when": "weight is computed by add(", "near_miss": "fixtures/rms_norm_nomatch_gemma_offset.py"},
                           {"when": "found sum(", "near_miss": "fixtures/rms_norm_nomatch_sum_not_mean.py"}]},

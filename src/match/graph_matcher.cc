@@ -442,7 +442,8 @@ class Walk {
     for (;;) {
       tv = through_packing(tg_, tv);
       const DataflowOp& op = tg_.producer_of(tv);
-      bool skip = op.cls == OpClass::Cast || ((is_layout_view(op.name) || is_inference_identity(op.name)) && !same_view_op(op.name, P.name));
+      bool skip = op.cls == OpClass::Cast || ((is_layout_view(op.name) || is_inference_identity(op.name)) && !same_view_op(op.name, P.name)) ||
+                  (P.name == "iterate" && first_of_nonzero_row(tg_, op));
       if (!skip || op.inputs.empty() || op.outputs.size() != 1) break;
       passed.push_back(op.id);
       tv = op.inputs[0];

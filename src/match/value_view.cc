@@ -45,6 +45,15 @@ int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* pas
   return v;
 }
 
+bool first_of_nonzero_row(const model::FunctionDataflow& g, const model::DataflowOp& op) {
+  if (op.cls != model::OpClass::Slice || op.name != "getitem" || op.inputs.size() != 2) return false;
+  auto k = constant_of(g, op.inputs[1]);
+  if (!k || !k->numeric || k->number != 0) return false;
+  const model::DataflowOp& loop = g.producer_of(op.inputs[0]);
+  if (loop.name != "iterate" || loop.inputs.empty()) return false;
+  return g.producer_of(through_casts(g, loop.inputs[0])).name == "nonzero";
+}
+
 int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed) {
   while (v >= 0) {
     v = through_packing(g, v);

@@ -14,6 +14,9 @@ namespace npufuse::match {
 int through_packing(const model::FunctionDataflow& g, int v);
 // The value a cast chain starts from (through packing too); the casts passed are appended to `passed`.
 int through_casts(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);
+// `e[0]` where `e` iterates the rows of a `nonzero()` result: the one id of
+// that row (`for e in hit: e = e[0]`), which stands for the loop's id.
+bool first_of_nonzero_row(const model::FunctionDataflow& g, const model::DataflowOp& op);
 // Through casts and layout-only views (contiguous, view, reshape, ...).
 int through_layout(const model::FunctionDataflow& g, int v, std::vector<int>* passed = nullptr);
 

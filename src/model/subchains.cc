@@ -5,7 +5,9 @@
 #include "model/subchains.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "model/subchains_graph.h"
 
@@ -54,6 +56,63 @@ struct ModuleOps {
 bool from_block_input(const BlockGraph& bg, int value) {
   const DataflowOp& s = bg.source(value);
   return s.cls == OpClass::Input;
+}
+
+// Which norm reads a value: following it through views, casts, slices and
+// tuple building (never through arithmetic, a module or a call) to an op of
+// one of `norms`. "rms_norm" or "layer_norm" (centred: a layer_norm or
+// group_norm op, a subtraction or a variance among its ops), "" when no norm
+// reads it; `returned` tells whether the value leaves the block.
+std::string norm_reading(const BlockGraph& bg, const std::vector<int>& start_values, const std::vector<Norm>& norms,
+                         bool* returned) {
+  std::vector<int> norm_of(bg.size(), -1);
+  for (size_t i = 0; i < norms.size(); ++i)
+    for (int id : norms[i].ops) norm_of[static_cast<size_t>(id)] = static_cast<int>(i);
+  std::vector<char> marked(bg.g.values.size(), 0);
+  for (int v : start_values) marked[static_cast<size_t>(v)] = 1;
+  std::set<int> returns(bg.g.returns.begin(), bg.g.returns.end());
+  int first_op = std::numeric_limits<int>::max();
+  for (int v : start_values) {
+    int p = bg.g.values[static_cast<size_t>(v)].producer;
+    first_op = std::min(first_op, p < 0 ? 0 : p);
+  }
+  if (returned) *returned = std::any_of(start_values.begin(), start_values.end(), [&](int v) { return returns.count(v) > 0; });
+  for (const DataflowOp& o : bg.g.ops) {
+    if (o.id <= first_op) continue;
+    bool hit = false;
+    for (int v : o.inputs) hit = hit || marked[static_cast<size_t>(v)];
+    if (!hit) continue;
+    if (int n = norm_of[static_cast<size_t>(o.id)]; n >= 0) {
+      for (int id : norms[static_cast<size_t>(n)].ops) {
+        const std::string& name = bg.op(id).name;
+        if (name == "layer_norm" || name == "group_norm" || name == "sub" || name == "var") return "layer_norm";
+      }
+      return "rms_norm";
+    }
+    if (o.cls != OpClass::View && o.cls != OpClass::Cast && o.cls != OpClass::Slice && o.cls != OpClass::Structure)
+      continue;
+    for (int v : o.outputs) {
+      marked[static_cast<size_t>(v)] = 1;
+      if (returned && returns.count(v)) *returned = true;
+    }
+  }
+  return "";
+}
+
+// What reads a residual add's sum: a norm of this block, or, when the sum
+// leaves the block, the norm the block's first input meets first (the next
+// layer's input norm); "none" when neither is a norm.
+std::string residual_sum_reader(const BlockGraph& bg, const DataflowOp& add, const std::vector<Norm>& norms) {
+  bool returned = false;
+  std::string here = norm_reading(bg, add.outputs, norms, &returned);
+  if (!here.empty()) return here;
+  if (!returned) return "none";
+  for (const DataflowOp& o : bg.g.ops) {
+    if (o.cls != OpClass::Input) continue;
+    std::string next = norm_reading(bg, o.outputs, norms, nullptr);
+    return next.empty() ? "none" : next;  // the first parameter: the hidden state the layer is given
+  }
+  return "";
 }
 
 ModuleRole role_of(const RoleTable& roles, const ModuleCtor* ctor) { return ctor ? roles.role_of(*ctor) : ModuleRole::Unknown; }
@@ -311,6 +370,13 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
       if (a == b) continue;
       int other = a ? o.inputs[1] : o.inputs[0];
       if (!from_inputs[static_cast<size_t>(bg.producer(other).id)]) continue;  // `out + 1.0` is no residual
+      // The output of a submodule no chain or norm holds (`moe_out + self.shared_mlp(h)`) is a
+      // branch joining the module's output, not the residual stream.
+      const DataflowOp& other_source = bg.source(other);
+      if ((other_source.scope != "self" || other_source.cls == OpClass::Module) &&
+          module_of[static_cast<size_t>(other_source.id)] < 0 &&
+          !in_some_norm[static_cast<size_t>(other_source.id)])
+        continue;
       bool other_earlier = true;
       for (size_t m2 = 0; m2 < chain_ops.size(); ++m2)
         if (m2 != m && chains[m2].module != "indexer" && carries(other, m2) && !ran_before(m2, m)) other_earlier = false;
@@ -320,7 +386,12 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     if (owners.empty()) continue;
     std::string detail = o.scope == "self" ? "residual + module output" : "inside " + o.scope + " (add fused with the next norm)";
     if (owners.size() > 1) detail = "parallel residual: the stream plus the outputs of " + std::to_string(owners.size()) + " modules in one sum";
-    for (size_t m : owners) add_steps(chains[m], bg, "residual_add", {id}, detail);
+    std::string reader = residual_sum_reader(bg, o, block_norms);
+    for (size_t m : owners) {
+      size_t before = chains[m].steps.size();
+      add_steps(chains[m], bg, "residual_add", {id}, detail);
+      for (size_t k = before; k < chains[m].steps.size(); ++k) chains[m].steps[k].sum_read_by = reader;
+    }
   }
   // A block that returns its last module's output and the residual apart
   // (vLLM's `return hidden_states, residual`) leaves that add to the next

@@ -38,6 +38,11 @@ struct SubChainStep {
   // empty when it runs on every path. A step found in two arms is listed once per arm.
   std::string variant;
   std::string detail;             // what was seen ("torch.cat growth", "softmax(QK^T*scale+mask)V", "sigmoid + bias")
+  // Residual adds only: the norm that reads the sum, through views, casts and
+  // the block's return into the next layer's first norm: "rms_norm",
+  // "layer_norm", "none" (no norm reads it: a post-norm block, a norm on the
+  // branch before the add) or "" (not worked out).
+  std::string sum_read_by;
 };
 
 struct IntermediateEscape {

@@ -485,6 +485,7 @@ void refuse_rejected(std::vector<Candidate>& candidates, const std::vector<const
                                  [&](const Location& part) { return overlaps(candidates[i].location, part); });
         if (j == i || !meets) continue;
         if (std::find(other.apis.begin(), other.apis.end(), reject.api) == other.apis.end()) continue;
+        if (std::find(reject.spares.begin(), reject.spares.end(), rule_of[j]->id) != reject.spares.end()) continue;
         add_unique(other.blocking, fmt::format("{} found this chain at {}:{}: {} Needs: {}", rule_of[i]->id,
                                                candidates[i].location.file, candidates[i].location.start_line,
                                                reject.en, reject.needs));

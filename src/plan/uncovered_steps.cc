@@ -1,6 +1,7 @@
 #include "plan/uncovered_steps.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -188,6 +189,40 @@ std::vector<std::string> near_miss_reasons(const model::SubChainStep& step, cons
   return out;
 }
 
+// How a MoE router scores its experts, from the gate step's detail
+// (model/subchains_moe): "softmax", "sigmoid", "softmax after top-k" (the
+// softmax over the k kept logits), or "" when not found.
+std::string router_score(const model::ModuleChain& chain) {
+  for (const model::SubChainStep& s : chain.steps) {
+    if (s.kind != "gate") continue;
+    for (const char* score : {"softmax after top-k", "sigmoid after top-k", "softmax", "sigmoid"})
+      if (s.detail.find(std::string("linear + ") + score) != std::string::npos) return score;
+  }
+  return "";
+}
+
+// Why a residual add that no candidate takes stays a plain add, from the
+// norm that reads its sum (model::SubChainStep::sum_read_by).
+std::string residual_add_reason(const model::SubChainStep& step, const std::vector<NearMissSite>& near,
+                                model::FunctionIndex* functions) {
+  const std::string& reader = step.sum_read_by;
+  if (reader == "none")
+    return "no fused operator: no norm reads the sum (the block normalises the branch before the add, or passes the "
+           "sum straight to the next module), so npu_add_rms_norm has no norm to take in";
+  if (reader == "layer_norm")
+    return "no fused operator: the sum feeds a LayerNorm; npu_add_layer_norm is in the op-plugin schema but has no "
+           "torch_npu doc page in 26.1.0, so it is not proposed";
+  if (reader == "rms_norm") {
+    std::vector<std::string> why;
+    for (const std::string& r : near_miss_reasons(step, near, functions))
+      if (r.find("add_rms_norm") != std::string::npos) why.push_back(r);
+    if (!why.empty())
+      return fmt::format("the sum feeds an RMSNorm, but the add+RMSNorm rule refused it: {}", fmt::join(why, "; "));
+    return "the sum feeds an RMSNorm, but no add+RMSNorm rule matched here and none says why";
+  }
+  return "no fused operator on its own: a residual add joins the next RMSNorm (norm.add_rms_norm) where one follows it";
+}
+
 // A step's name for its verification cut: the function holding its first line.
 std::string function_name(const model::SourceSpan& where, const std::string& fallback, model::FunctionIndex* functions) {
   const model::FunctionRange* f = functions ? functions->at_line(where.file, where.line) : nullptr;
@@ -261,9 +296,21 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
           continue;
         }
         if (step.kind == "residual_add") {
+          out.dismissed.push_back(what + ": " + residual_add_reason(step, near_misses, functions));
+          continue;
+        }
+        if (step.kind == "topk" && router_score(chain) == "softmax after top-k") {
           out.dismissed.push_back(what +
-                                  ": no fused operator on its own: a residual add joins the next RMSNorm "
-                                  "(norm.add_rms_norm) where one follows it");
+                                  ": no new operator needed: top-k over the logits and a softmax over the k kept values "
+                                  "are two kernels; npu_moe_gating_top_k_softmax (softmax over every expert) would need "
+                                  "a division by the k weights' sum after it, three");
+          continue;
+        }
+        if (step.kind == "renorm" && router_score(chain) == "softmax") {
+          out.dismissed.push_back(what +
+                                  ": no fused operator: no documented operator renormalises the chosen softmax weights "
+                                  "(npu_moe_gating_top_k_softmax returns them as they are, npu_moe_gating_top_k "
+                                  "renormalises only on its sigmoid path): the division by their sum stays in torch");
           continue;
         }
         if (std::string single = single_activation(step, block_graph(graphs, block.block_class)); !single.empty()) {

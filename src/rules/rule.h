@@ -39,6 +39,11 @@ struct Reject {
   std::string en;     // why not
   std::string zh;
   std::string needs;  // what would be needed instead
+  // Rules whose candidates this reject leaves alone: they match the same
+  // chain and handle what the reject is about themselves (a Gemma add+norm
+  // rule that folds 1 + w into the gamma it passes).
+  std::vector<std::string> spares;
+  int line = 1, col = 1;  // where the reject is written, for load errors
 };
 
 // One documentation section ("What it does", "Why", ...), in order.

@@ -48,7 +48,11 @@ ordered_json show_json(const Rule& rule, const std::string& source) {
     prerequisites.push_back(std::move(one));
   }
   ordered_json rejects = ordered_json::array();
-  for (const auto& r : rule.rejects) rejects.push_back({{"api", r.api}, {"en", r.en}, {"zh", r.zh}, {"needs", r.needs}});
+  for (const auto& r : rule.rejects) {
+    ordered_json one = {{"api", r.api}, {"en", r.en}, {"zh", r.zh}, {"needs", r.needs}};
+    if (!r.spares.empty()) one["spares"] = r.spares;
+    rejects.push_back(std::move(one));
+  }
   ordered_json near_misses = ordered_json::array();
   for (const auto& n : rule.near_misses) near_misses.push_back({{"file", n.file}, {"reason", n.reason}});
   ordered_json searches = ordered_json::array();

@@ -161,10 +161,12 @@ void read_prerequisites(MetadataReader& r, const Field& f, Rule& rule) {
 void read_rejects(MetadataReader& r, const Field& f, Rule& rule) {
   if (!r.is_list(f, "rejects")) return;
   for (const Field& e : r.elements(f)) {
-    auto rec = r.record(e, "reject", {"api", "en", "zh"}, {"needs"});
+    auto rec = r.record(e, "reject", {"api", "en", "zh"}, {"needs", "spares"});
     if (rec.empty()) continue;
     rule.rejects.push_back({r.str_of(rec, "api", "reject"), r.str_of(rec, "en", "reject"), r.str_of(rec, "zh", "reject"),
-                            rec.count("needs") ? r.str_of(rec, "needs", "reject") : ""});
+                            rec.count("needs") ? r.str_of(rec, "needs", "reject") : "",
+                            rec.count("spares") ? r.str_list(rec.at("spares"), "reject 'spares'") : std::vector<std::string>{},
+                            e.node ? e.node->lineno : 1, e.node ? e.node->col_offset + 1 : 1});
   }
 }
 

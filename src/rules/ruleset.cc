@@ -165,6 +165,13 @@ RuleSet RuleSet::load(const std::vector<RuleFile>& files, const std::string& dis
     set.sources_.push_back(std::move(sources));
     set.rules_.push_back(std::move(rule));
   }
+  std::set<std::string> ids;
+  for (const Rule& r : set.rules_) ids.insert(r.id);
+  for (const Rule& r : set.rules_)
+    for (const Reject& reject : r.rejects)
+      for (const std::string& spared : reject.spares)
+        if (!ids.count(spared))
+          errors.at_line(r.path, reject.line, reject.col, "RULE['rejects'] spares '" + spared + "', which is no rule's id");
   if (!errors.empty()) throw RuleError(errors.joined());
   std::sort(set.rules_.begin(), set.rules_.end(), [](const Rule& a, const Rule& b) { return a.id < b.id; });
   return set;

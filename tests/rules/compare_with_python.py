@@ -65,7 +65,8 @@ def expected(loaded):
         "facts": rule["facts"],
         "when": rule.get("when"),
         "operand_facts": rule.get("operand_facts", {}),
-        "rejects": [{"api": r["api"], "en": r["en"], "zh": r["zh"], "needs": r.get("needs", "")}
+        "rejects": [{"api": r["api"], "en": r["en"], "zh": r["zh"], "needs": r.get("needs", ""),
+                     **({"spares": r["spares"]} if r.get("spares") else {})}
                     for r in rule.get("rejects", [])],
         "hints": {"class_names": hints.get("class_names", []), "hub_kernels": hints.get("hub_kernels", [])},
         "near_misses": rule["near_misses"],
