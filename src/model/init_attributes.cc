@@ -6,6 +6,7 @@
 #include <set>
 
 #include "model/ast_walk.h"
+#include "model/dispatch_table.h"
 #include "model/forward_census.h"
 
 namespace npufuse::model {
@@ -287,12 +288,34 @@ class InitDescriber {
 
   void add(Attribute a) { out_.attributes.push_back(std::move(a)); }
 
+  // A module class picked from a table of classes written in the analysed
+  // files, by a key the code or the config fixes
+  // (`GPTJ_ATTENTION_CLASSES[config._attn_implementation](config)`). A config
+  // that does not set the attention implementation gets transformers'
+  // reference path, the "eager" entry, whose code spells the computation out.
+  const ClassDecl* table_class(const ast::Call* c) {
+    auto* s = ast::as<ast::Subscript>(c->func);
+    auto* name = s ? ast::as<ast::Name>(s->value) : nullptr;
+    if (!name) return nullptr;
+    std::optional<DispatchTable> table = find_dispatch_table(sources_, name->id);
+    if (!table) return nullptr;
+    ConfigFieldReader reader = [this](std::string_view key) { return ev_.config().find(key); };
+    std::optional<std::string> key = static_string_key(sources_, *file_, s->slice, reader);
+    if (!key && file_->text_of(s->slice).find("attn_implementation") != std::string_view::npos) key = "eager";
+    if (!key) return nullptr;
+    auto it = table->entries.find(*key);
+    auto* cls = it == table->entries.end() ? nullptr : ast::as<ast::Name>(it->second);
+    const ClassDecl* local = cls ? sources_.find_class(cls->id) : nullptr;
+    return local && local->node->name == cls->id ? local : nullptr;
+  }
+
   ModuleCtor module_ctor(const ast::Call* c) {
     ModuleCtor m;
     m.call = c;
     m.written = std::string(file_->text_of(c->func));
     m.qualified = sources_.qualified_name(*file_, c->func);
     if (auto* s = ast::as<ast::Subscript>(c->func)) m.qualified = dotted_name(s->value) + "[...]";
+    if (const ClassDecl* picked = table_class(c)) m.qualified = std::string(picked->node->name);
     if (const ClassDecl* local = sources_.find_class(last_component(m.qualified)); local && local->node->name == m.qualified) {
       m.local = local;
       const ClassDecl* owner = nullptr;
@@ -303,6 +326,7 @@ class InitDescriber {
   }
 
   bool is_module_ctor(const ast::Call* c) {
+    if (table_class(c)) return true;
     std::string q = sources_.qualified_name(*file_, c->func);
     if (q.empty()) return false;
     if (const ClassDecl* local = sources_.find_class(q); local && local->node->name == q) return true;
@@ -404,10 +428,6 @@ class InitDescriber {
       a.sizes = known_layer_sizes(a.module, *file_, ev_, out_.scope);
       return;
     }
-    // ACT2FN[config.hidden_act] and friends.
-    if (auto* s = ast::as<ast::Subscript>(c->func)) {
-      (void)s;
-    }
     scalar(value, a);
   }
 
@@ -420,6 +440,17 @@ class InitDescriber {
         a.kind = AttributeKind::Callable;
         a.note = q;
         a.sizes.push_back(SizeValue{"function", std::string(file_->text_of(value)), SymValue::known(q, q)});
+        return;
+      }
+    }
+    // get_activation(config.activation): transformers' activation by name, as ACT2FN[name].
+    if (auto* c = ast::as<ast::Call>(value); c && c->args.size == 1 && c->keywords.size == 0 &&
+                                             last_component(sources_.qualified_name(*file_, c->func)) == "get_activation") {
+      SymValue key = ev_.eval(c->args[0], out_.scope);
+      if (!key.is_config()) {
+        a.kind = AttributeKind::Callable;
+        a.note = "get_activation(" + key.display() + ")";
+        a.sizes.push_back(SizeValue{"key", std::string(file_->text_of(c->args[0])), key});
         return;
       }
     }

@@ -136,7 +136,7 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   for (const auto& [r, v] : list_elements) module_children += v.size();
   size_t linears = count(ModuleRole::Linear);
   bool activation_op = has(ops, "silu") || has(ops, "gelu") || has(ops, "relu") || has(ops, "sigmoid") ||
-                       has(ops, "tanh") || has_activation_attr;
+                       has(ops, "tanh") || has_activation_attr || count(ModuleRole::Activation) > 0;
   bool attention_op = has(ops, "softmax") || has(ops, "sdpa") || !ops.dispatch_tables.empty() ||
                       count(ModuleRole::AttentionCore) > 0;
   auto evidence = [&](std::string s) { out.evidence.push_back(std::move(s)); };
@@ -208,6 +208,12 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   if (has(ops, "topk") && linears >= 2 && !has(ops, "softmax")) {
     evidence("projections " + join(children[ModuleRole::Linear]) + " and a top-k selection without softmax");
     return decide(ModuleRole::Indexer);
+  }
+  // A wrapper whose one child is the attention (GPT-Neo's GPTNeoAttention
+  // holding the implementation a table picks) is that attention.
+  if (count(ModuleRole::Attention) == 1 && module_children == 1 && params.empty()) {
+    evidence("wraps attention " + join(children[ModuleRole::Attention]));
+    return decide(ModuleRole::Attention);
   }
   if (attention_op && (linears >= 2 || (linears >= 1 && count(ModuleRole::AttentionCore)))) {
     std::string how = has(ops, "softmax") ? "softmax" : has(ops, "sdpa") ? "sdpa" : !ops.dispatch_tables.empty() ? "dispatch table " + *ops.dispatch_tables.begin() : "attention core child";
