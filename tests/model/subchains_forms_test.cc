@@ -199,6 +199,161 @@ class Block(nn.Module):
   EXPECT_EQ(steps(*attn, "residual_add").size(), 1u) << kinds(*attn);
 }
 
+const char* kRmsNorm = R"(
+class RmsNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+)";
+
+// What reads each residual add's sum: the norm after it in the block, or,
+// for the add the block returns, the norm its first input meets in the next layer.
+TEST(SubChainForms, ResidualSumReaders) {
+  auto pre = build(model(std::string(kRmsNorm) + R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = RmsNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = RmsNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.pre(x))
+        return x + self.mlp(self.post(x))
+)"));
+  for (const char* module : {"attention", "ffn"}) {
+    const ModuleChain* m = chain(pre->inv, module);
+    ASSERT_NE(m, nullptr) << module;
+    ASSERT_EQ(steps(*m, "residual_add").size(), 1u) << kinds(*m);
+    EXPECT_EQ(steps(*m, "residual_add")[0]->sum_read_by, "rms_norm") << module;
+  }
+
+  // Post-norm (OLMo-2 style): each branch is normalised before its add; no norm reads a sum.
+  auto post = build(model(std::string(kRmsNorm) + R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = Attention(config)
+        self.attn_out_norm = RmsNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+        self.mlp_out_norm = RmsNorm(config.hidden_size)
+
+    def forward(self, x):
+        x = x + self.attn_out_norm(self.attn(x))
+        return x + self.mlp_out_norm(self.mlp(x))
+)"));
+  for (const char* module : {"attention", "ffn"}) {
+    const ModuleChain* m = chain(post->inv, module);
+    ASSERT_NE(m, nullptr) << module;
+    ASSERT_EQ(steps(*m, "residual_add").size(), 1u) << kinds(*m);
+    EXPECT_EQ(steps(*m, "residual_add")[0]->sum_read_by, "none") << module;
+  }
+
+  auto layer_norm = build(model(R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.ln_2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+)"));
+  const ModuleChain* ffn = chain(layer_norm->inv, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  ASSERT_EQ(steps(*ffn, "residual_add").size(), 1u) << kinds(*ffn);
+  EXPECT_EQ(steps(*ffn, "residual_add")[0]->sum_read_by, "layer_norm");
+}
+
+// `routed + self.shared(x)` joins a branch to the module's output, not the
+// stream: no residual add, also where the config leaves the branch's module unbuilt.
+TEST(SubChainForms, SharedBranchSumIsNoResidualAdd) {
+  auto b = build(model(R"(
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pre = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.post = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+        self.side = None if config.shared_width == 0 else Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.pre(x))
+        h = self.post(x)
+        if self.side is None:
+            out = self.mlp(h)
+        else:
+            out = self.mlp(h) + self.side(h)
+        return x + out
+)"), nlohmann::json{{"hidden_size", 64}, {"intermediate_size", 256}, {"num_attention_heads", 4},
+                     {"num_hidden_layers", 2}, {"vocab_size", 100}, {"shared_width", 0}});
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  auto adds = steps(*ffn, "residual_add");
+  ASSERT_EQ(adds.size(), 1u) << kinds(*ffn);
+}
+
+// A class picked from a table of classes by `config._attn_implementation`
+// ("eager" when the config leaves it unset) behind a wrapper holding only it,
+// and an MLP whose activation comes from get_activation(name).
+TEST(SubChainForms, AttentionFromAClassTableBehindAWrapper) {
+  auto b = build(std::string("import math\nimport torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+                             "from transformers.activations import get_activation\n") +
+                 kAttention + R"(
+class FlashAttention(Attention):
+    pass
+
+ATTENTION_CLASSES = {"eager": Attention, "flash_attention_2": FlashAttention}
+
+class AttentionWrapper(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.inner = ATTENTION_CLASSES[config._attn_implementation](config)
+
+    def forward(self, x):
+        return self.inner(x)
+
+class NamedActMlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = get_activation(config.activation)
+        self.fc_out = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.fc_out(self.act(self.fc_in(x)))
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.hidden_size)
+        self.attn = AttentionWrapper(config)
+        self.ln_2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = NamedActMlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+)" + kDecoder,
+                 nlohmann::json{{"hidden_size", 64}, {"intermediate_size", 256}, {"num_attention_heads", 4},
+                                {"num_hidden_layers", 2}, {"vocab_size", 100}, {"activation", "gelu"}});
+  EXPECT_NE(chain(b->inv, "attention"), nullptr);
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr);
+  EXPECT_EQ(steps(*ffn, "activation").size(), 1u) << kinds(*ffn);
+}
+
 const char* kRouter = R"(
 class Router(nn.Module):
     def __init__(self, config):

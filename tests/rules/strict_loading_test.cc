@@ -116,6 +116,17 @@ TEST(StrictLoading, DeinterleavedReturnsArePositions) {
   EXPECT_NE(error.find("deinterleaved_returns: expected a list"), std::string::npos) << error;
 }
 
+TEST(StrictLoading, RejectSparesNameRules) {
+  const std::string reject = "    \"rejects\": [{\"api\": \"npu_add\", \"en\": \"no\", \"zh\": \"不\", \"spares\": [\"demo.add\"]}],\n";
+  RuleSet set = RuleSet::load({{"demo/add.py", valid_rule(reject)}}, "rules");
+  ASSERT_EQ(set.rules()[0].rejects.size(), 1u);
+  EXPECT_EQ(set.rules()[0].rejects[0].spares, std::vector<std::string>{"demo.add"});
+  std::string unknown = reject;
+  unknown.replace(unknown.find("[\"demo.add\"]"), 12, "[\"demo.sub\"]");
+  EXPECT_EQ(load_error(valid_rule(unknown)),
+            "rules/demo/add.py:29:17: RULE['rejects'] spares 'demo.sub', which is no rule's id");
+}
+
 TEST(StrictLoading, OperandFactsAreExpressions) {
   EXPECT_EQ(load_error(valid_rule("    \"operand_facts\": {\"head_dim\": \"kv_lora_rank\", \"num_kv_heads\": \"1\"},\n")), "");
   std::string error = load_error(valid_rule("    \"operand_facts\": {\"head_dim\": \"kv_lora_rank +\"},\n"));
