@@ -101,9 +101,9 @@ std::optional<std::string> static_string_key(const SourceSet& sources, const Mod
   return std::nullopt;
 }
 
-DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
-                                const ConfigFieldReader& config) {
-  DispatchTarget out;
+DispatchEntry dispatch_entry(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
+                             const ConfigFieldReader& config, const std::optional<std::string>& default_key) {
+  DispatchEntry out;
   std::string table_text(file.text_of(lookup.value));
   std::string key_text(file.text_of(lookup.slice));
   auto* table_name = ast::as<ast::Name>(lookup.value);
@@ -113,19 +113,33 @@ DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file,
     return out;
   }
   std::optional<std::string> key = static_string_key(sources, file, lookup.slice, config);
+  if (!key) key = default_key;
   if (!key) {
     out.why_unresolved = fmt::format("key {} is not known statically", key_text);
     return out;
   }
+  out.key = *key;
   auto it = table->entries.find(*key);
   if (it == table->entries.end()) {
     out.why_unresolved = fmt::format("{} has no entry '{}'", table_text, *key);
     return out;
   }
-  auto* fn_name = ast::as<ast::Name>(it->second);
+  out.entry = it->second;
+  return out;
+}
+
+DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
+                                const ConfigFieldReader& config) {
+  DispatchTarget out;
+  DispatchEntry e = dispatch_entry(sources, file, lookup, config);
+  if (!e.entry) {
+    out.why_unresolved = e.why_unresolved;
+    return out;
+  }
+  auto* fn_name = ast::as<ast::Name>(e.entry);
   out.function = fn_name ? sources.find_function(fn_name->id) : nullptr;
   if (!out.function)
-    out.why_unresolved = fmt::format("{}['{}'] is not a function of the analysed files", table_text, *key);
+    out.why_unresolved = fmt::format("{}['{}'] is not a function of the analysed files", file.text_of(lookup.value), e.key);
   return out;
 }
 

@@ -46,6 +46,17 @@ struct DispatchTarget {
   std::string why_unresolved;              // otherwise: what was not known
 };
 
+// The entry a lookup `TABLE[key]` reaches: its expression, or null and why
+// not. `default_key` stands for a key that is not known statically.
+struct DispatchEntry {
+  const ast::expr* entry = nullptr;
+  std::string key;
+  std::string why_unresolved;
+};
+DispatchEntry dispatch_entry(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
+                             const ConfigFieldReader& config, const std::optional<std::string>& default_key = std::nullopt);
+
+// dispatch_entry's entry as a function of the analysed files.
 DispatchTarget resolve_dispatch(const SourceSet& sources, const ModelFile& file, const ast::Subscript& lookup,
                                 const ConfigFieldReader& config);
 

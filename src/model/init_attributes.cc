@@ -295,16 +295,11 @@ class InitDescriber {
   // reference path, the "eager" entry, whose code spells the computation out.
   const ClassDecl* table_class(const ast::Call* c) {
     auto* s = ast::as<ast::Subscript>(c->func);
-    auto* name = s ? ast::as<ast::Name>(s->value) : nullptr;
-    if (!name) return nullptr;
-    std::optional<DispatchTable> table = find_dispatch_table(sources_, name->id);
-    if (!table) return nullptr;
+    if (!s) return nullptr;
     ConfigFieldReader reader = [this](std::string_view key) { return ev_.config().find(key); };
-    std::optional<std::string> key = static_string_key(sources_, *file_, s->slice, reader);
-    if (!key && file_->text_of(s->slice).find("attn_implementation") != std::string_view::npos) key = "eager";
-    if (!key) return nullptr;
-    auto it = table->entries.find(*key);
-    auto* cls = it == table->entries.end() ? nullptr : ast::as<ast::Name>(it->second);
+    std::optional<std::string> eager;
+    if (file_->text_of(s->slice).find("attn_implementation") != std::string_view::npos) eager = "eager";
+    auto* cls = ast::as<ast::Name>(dispatch_entry(sources_, *file_, *s, reader, eager).entry);
     const ClassDecl* local = cls ? sources_.find_class(cls->id) : nullptr;
     return local && local->node->name == cls->id ? local : nullptr;
   }
@@ -443,28 +438,32 @@ class InitDescriber {
         return;
       }
     }
-    // get_activation(config.activation): transformers' activation by name, as ACT2FN[name].
-    if (auto* c = ast::as<ast::Call>(value); c && c->args.size == 1 && c->keywords.size == 0 &&
-                                             last_component(sources_.qualified_name(*file_, c->func)) == "get_activation") {
-      SymValue key = ev_.eval(c->args[0], out_.scope);
-      if (!key.is_config()) {
-        a.kind = AttributeKind::Callable;
-        a.note = "get_activation(" + key.display() + ")";
-        a.sizes.push_back(SizeValue{"key", std::string(file_->text_of(c->args[0])), key});
-        return;
-      }
-    }
+    // A function picked by name: ACT2FN[config.hidden_act] (a table of
+    // functions) or get_activation(config.activation) (transformers' lookup
+    // in that table). The key names the function.
+    const ast::expr* key_expr = nullptr;
+    std::string note_open, note_close;  // the note around the key: "ACT2FN[" "]", "get_activation(" ")"
     if (auto* s = ast::as<ast::Subscript>(value)) {
-      // ACT2FN[config.hidden_act]: a function picked from a table.
       std::string table = dotted_name(s->value);
       if (!table.empty() && table != "config" && is_function_table(table)) {
-        SymValue key = ev_.eval(s->slice, out_.scope);
-        if (!key.is_config()) {
-          a.kind = AttributeKind::Callable;
-          a.note = table + "[" + key.display() + "]";
-          a.sizes.push_back(SizeValue{"key", std::string(file_->text_of(s->slice)), key});
-          return;
-        }
+        key_expr = s->slice;
+        note_open = table + "[";
+        note_close = "]";
+      }
+    } else if (auto* c = ast::as<ast::Call>(value);
+               c && c->args.size == 1 && c->keywords.size == 0 &&
+               last_component(sources_.qualified_name(*file_, c->func)) == "get_activation") {
+      key_expr = c->args[0];
+      note_open = "get_activation(";
+      note_close = ")";
+    }
+    if (key_expr) {
+      SymValue key = ev_.eval(key_expr, out_.scope);
+      if (!key.is_config()) {
+        a.kind = AttributeKind::Callable;
+        a.note = note_open + key.display() + note_close;
+        a.sizes.push_back(SizeValue{"key", std::string(file_->text_of(key_expr)), key});
+        return;
       }
     }
     SymValue v = ev_.eval(value, out_.scope);

@@ -58,16 +58,27 @@ bool from_block_input(const BlockGraph& bg, int value) {
   return s.cls == OpClass::Input;
 }
 
+// The kind of norm each op belongs to, by op id: "rms_norm", "layer_norm"
+// (centred: a layer_norm or group_norm op, a subtraction or a variance among
+// its ops) or "" for an op of no norm.
+std::vector<std::string> norm_kinds(const BlockGraph& bg, const std::vector<Norm>& norms) {
+  std::vector<std::string> kind_of(bg.size());
+  for (const Norm& n : norms) {
+    bool centred = std::any_of(n.ops.begin(), n.ops.end(), [&](int id) {
+      const std::string& name = bg.op(id).name;
+      return name == "layer_norm" || name == "group_norm" || name == "sub" || name == "var";
+    });
+    for (int id : n.ops) kind_of[static_cast<size_t>(id)] = centred ? "layer_norm" : "rms_norm";
+  }
+  return kind_of;
+}
+
 // Which norm reads a value: following it through views, casts, slices and
 // tuple building (never through arithmetic, a module or a call) to an op of
-// one of `norms`. "rms_norm" or "layer_norm" (centred: a layer_norm or
-// group_norm op, a subtraction or a variance among its ops), "" when no norm
-// reads it; `returned` tells whether the value leaves the block.
-std::string norm_reading(const BlockGraph& bg, const std::vector<int>& start_values, const std::vector<Norm>& norms,
-                         bool* returned) {
-  std::vector<int> norm_of(bg.size(), -1);
-  for (size_t i = 0; i < norms.size(); ++i)
-    for (int id : norms[i].ops) norm_of[static_cast<size_t>(id)] = static_cast<int>(i);
+// a norm (`norm_kind`, from norm_kinds); "" when no norm reads it.
+// `returned` tells whether the value leaves the block.
+std::string norm_reading(const BlockGraph& bg, const std::vector<int>& start_values,
+                         const std::vector<std::string>& norm_kind, bool* returned) {
   std::vector<char> marked(bg.g.values.size(), 0);
   for (int v : start_values) marked[static_cast<size_t>(v)] = 1;
   std::set<int> returns(bg.g.returns.begin(), bg.g.returns.end());
@@ -82,13 +93,7 @@ std::string norm_reading(const BlockGraph& bg, const std::vector<int>& start_val
     bool hit = false;
     for (int v : o.inputs) hit = hit || marked[static_cast<size_t>(v)];
     if (!hit) continue;
-    if (int n = norm_of[static_cast<size_t>(o.id)]; n >= 0) {
-      for (int id : norms[static_cast<size_t>(n)].ops) {
-        const std::string& name = bg.op(id).name;
-        if (name == "layer_norm" || name == "group_norm" || name == "sub" || name == "var") return "layer_norm";
-      }
-      return "rms_norm";
-    }
+    if (const std::string& kind = norm_kind[static_cast<size_t>(o.id)]; !kind.empty()) return kind;
     if (o.cls != OpClass::View && o.cls != OpClass::Cast && o.cls != OpClass::Slice && o.cls != OpClass::Structure)
       continue;
     for (int v : o.outputs) {
@@ -102,14 +107,14 @@ std::string norm_reading(const BlockGraph& bg, const std::vector<int>& start_val
 // What reads a residual add's sum: a norm of this block, or, when the sum
 // leaves the block, the norm the block's first input meets first (the next
 // layer's input norm); "none" when neither is a norm.
-std::string residual_sum_reader(const BlockGraph& bg, const DataflowOp& add, const std::vector<Norm>& norms) {
+std::string residual_sum_reader(const BlockGraph& bg, const DataflowOp& add, const std::vector<std::string>& norm_kind) {
   bool returned = false;
-  std::string here = norm_reading(bg, add.outputs, norms, &returned);
+  std::string here = norm_reading(bg, add.outputs, norm_kind, &returned);
   if (!here.empty()) return here;
   if (!returned) return "none";
   for (const DataflowOp& o : bg.g.ops) {
     if (o.cls != OpClass::Input) continue;
-    std::string next = norm_reading(bg, o.outputs, norms, nullptr);
+    std::string next = norm_reading(bg, o.outputs, norm_kind, nullptr);
     return next.empty() ? "none" : next;  // the first parameter: the hidden state the layer is given
   }
   return "";
@@ -305,6 +310,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
   OpSet in_some_norm = make_set(n);
   for (const Norm& nm : block_norms)
     for (int id : nm.ops) in_some_norm[static_cast<size_t>(id)] = 1;
+  const std::vector<std::string> norm_kind = norm_kinds(bg, block_norms);
   for (const Norm& nm : block_norms) {
     OpSet own = set_of(n, nm.ops);
     std::vector<char> marked(bg.g.values.size(), 0);
@@ -386,7 +392,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     if (owners.empty()) continue;
     std::string detail = o.scope == "self" ? "residual + module output" : "inside " + o.scope + " (add fused with the next norm)";
     if (owners.size() > 1) detail = "parallel residual: the stream plus the outputs of " + std::to_string(owners.size()) + " modules in one sum";
-    std::string reader = residual_sum_reader(bg, o, block_norms);
+    std::string reader = residual_sum_reader(bg, o, norm_kind);
     for (size_t m : owners) {
       size_t before = chains[m].steps.size();
       add_steps(chains[m], bg, "residual_add", {id}, detail);

@@ -1,9 +1,8 @@
 #include "model/subchains_graph.h"
 
-#include <set>
-
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace npufuse::model::subchains {
 
