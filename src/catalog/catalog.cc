@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "catalog/catalog_validation.h"
 #include "catalog/operator_reader.h"
@@ -73,12 +74,14 @@ Catalog Catalog::load_on_demand(std::vector<CatalogFile> files, const std::strin
 const Operator* Catalog::read_pending(std::string_view name) const {
   auto it = pending_.find(name);
   if (it == pending_.end()) return nullptr;
+  auto start = std::chrono::steady_clock::now();
   Diagnostics diags;
   const std::string& path = it->second.path;
   std::optional<Operator> op =
       read_operator(it->second.text, display_root_.empty() ? path : display_root_ + "/" + path, diags);
   if (!diags.errors.empty()) throw CatalogError(diags.errors);
   pending_.erase(it);
+  on_demand_read_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!op) return nullptr;
   read_on_demand_.push_back(std::move(*op));
   const Operator* read = &read_on_demand_.back();

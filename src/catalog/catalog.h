@@ -41,6 +41,9 @@ class Catalog {
   const Alias* find_alias(std::string_view name) const;
   const FactVocabulary& facts() const { return facts_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // Wall time spent so far reading operator files on demand (load_on_demand):
+  // loading the catalog, though it happens while a plan is checked.
+  double on_demand_read_ms() const { return on_demand_read_ms_; }
 
  private:
   const Operator* read_pending(std::string_view name) const;
@@ -51,6 +54,7 @@ class Catalog {
   mutable std::map<std::string, CatalogFile, std::less<>> pending_;
   mutable std::deque<Operator> read_on_demand_;
   mutable std::map<std::string, const Operator*, std::less<>> read_index_;
+  mutable double on_demand_read_ms_ = 0;
   bool on_demand_ = false;
   std::string display_root_;
   std::vector<Alias> aliases_;

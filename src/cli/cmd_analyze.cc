@@ -72,6 +72,9 @@ void print_timings(const plan::StageTimes& times) {
     total += ms;
   }
   fmt::print(stderr, "npufuse analyze: {:<8} {:8.2f} ms\n", "total", total);
+  // Not a stage: the part of the stages after "load" that read catalog
+  // operator files on demand (a one-time load, like "load" itself).
+  fmt::print(stderr, "npufuse analyze: {:<8} {:8.2f} ms\n", "catalog-read", times.catalog_read_ms);
 }
 
 // Where the summary's full reports go, without the extension: beside the

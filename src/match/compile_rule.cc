@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <set>
 
 #include "match/graph_matcher.h"
@@ -9,6 +10,7 @@
 #include "match/size_expression.h"
 #include "match/value_view.h"
 #include "rules/ruleset.h"
+#include "util/work_queue.h"
 
 namespace npufuse::match {
 
@@ -147,11 +149,21 @@ std::vector<Pattern> compile_rule(const rules::Rule& rule) {
   return out;
 }
 
-std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules) {
+std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules, unsigned threads) {
+  // Each rule compiles on its own; the patterns keep the rules' order.
+  std::vector<std::vector<Pattern>> per_rule(rules.size());
+  std::vector<std::exception_ptr> failures(rules.size());
+  util::run_parallel(rules.size(), threads, [&](size_t i) {
+    try {
+      per_rule[i] = compile_rule(rules[i]);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  });
   std::vector<Pattern> out;
-  for (const rules::Rule& r : rules) {
-    std::vector<Pattern> ps = compile_rule(r);
-    for (Pattern& p : ps) out.push_back(std::move(p));
+  for (size_t i = 0; i < rules.size(); ++i) {
+    if (failures[i]) std::rethrow_exception(failures[i]);
+    for (Pattern& p : per_rule[i]) out.push_back(std::move(p));
   }
   share_name_vocabulary(out);
   return out;

@@ -64,7 +64,8 @@ inline int optional_input_rest(const Pattern& p, int op_id) {
 // rules::RuleError when RULE["match"] is malformed or names a parameter or a
 // returned value the search functions do not have.
 std::vector<Pattern> compile_rule(const rules::Rule& rule);
-// Every rule's patterns, rule after rule.
-std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules);
+// Every rule's patterns, rule after rule, compiled on `threads` workers
+// (0: one per core).
+std::vector<Pattern> compile_rules(const std::vector<rules::Rule>& rules, unsigned threads = 0);
 
 }  // namespace npufuse::match

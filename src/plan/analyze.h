@@ -28,12 +28,18 @@ struct AnalysisInputs {
   CompiledPatterns patterns;
   // Walks remembered across the models of a scan, for `patterns` (may be null).
   std::shared_ptr<match::MatchMemo> memo;
+  // Workers matching the model's graphs (0: one per core). A tree scan, which
+  // analyses several models at once, uses one per model.
+  unsigned match_threads = 0;
   AnalyzeOptions options;
 };
 
 // Wall time of each stage, for `bench/analyze` and `--timings`; not part of the JSON plan.
 struct StageTimes {
   std::vector<std::pair<std::string, double>> ms;  // "load", "model", "match", "check", "review"
+  // Of the stages after "load", the time spent reading catalog operator files
+  // on demand (the embedded catalog): a one-time load a tree scan pays once.
+  double catalog_read_ms = 0;
 };
 
 Plan build_plan(const AnalysisInputs& in, StageTimes* times = nullptr);

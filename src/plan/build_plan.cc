@@ -141,7 +141,8 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
       b.forward.reset();
     }
   ModelMatches matches =
-      match_model(*in.sources, roles, *in.rules, &config, in.patterns, in.memo.get(), std::move(block_forwards));
+      match_model(*in.sources, roles, *in.rules, &config, in.patterns, in.memo.get(), std::move(block_forwards),
+                  in.match_threads);
   // A rule the deployment rules out (a quantised chain on a bf16 model) has
   // nothing to tell about where it almost matched.
   std::erase_if(matches.near_misses, [&](const NearMissSite& n) {

@@ -1,9 +1,11 @@
 #include "plan/model_matches.h"
 
 #include <algorithm>
+#include <exception>
 #include <set>
 
 #include "model/loss_helpers.h"
+#include "util/work_queue.h"
 
 namespace npufuse::plan {
 namespace {
@@ -41,22 +43,32 @@ bool anchored_in_a_copy(const match::NearMissTrace& n, const model::FunctionData
          g.ops[static_cast<size_t>(n.anchor_op)].unrolled != 0;
 }
 
-void run_on(ModelMatches& out, model::FunctionDataflow graph, const std::string& function, const std::string& owner,
-            match::MatchMemo* memo) {
-  out.graphs.push_back(std::move(graph));
-  const model::FunctionDataflow& target = out.graphs.back();
+// One graph to match: the function it was built from and that function's class.
+struct Target {
+  const model::FunctionDataflow* graph;
+  std::string function;
+  std::string owner;
+};
+
+match::MatchResult match_graph(const std::vector<match::Pattern>& patterns, const model::FunctionDataflow& target,
+                               match::MatchMemo* memo) {
   match::MatchOptions options;
   options.memo = memo;
+  return match::match_patterns(patterns, target, options);
+}
+
+// Keeps what one graph gave: of an unrolled graph only what crosses its seams.
+void keep(ModelMatches& out, const Target& t, match::MatchResult r) {
+  const model::FunctionDataflow& target = *t.graph;
   // An unrolled loop always has a second copy; -1 in every other graph.
   auto second = std::find_if(target.ops.begin(), target.ops.end(), [](const model::DataflowOp& op) { return op.unrolled == 2; });
   const int second_copy = second == target.ops.end() ? -1 : second->id;
   const bool unrolled = second_copy >= 0;
-  match::MatchResult r = match::match_patterns(*out.patterns, target, options);
   for (match::Match& m : r.matches)
     if (!unrolled || crosses_a_seam(target, m.ops, second_copy))
-      out.matches.push_back(MatchSite{std::move(m), function, owner});
+      out.matches.push_back(MatchSite{std::move(m), t.function, t.owner});
   for (match::NearMissTrace& n : r.near_misses)
-    if (!unrolled || !anchored_in_a_copy(n, target)) out.near_misses.push_back(NearMissSite{std::move(n), function});
+    if (!unrolled || !anchored_in_a_copy(n, target)) out.near_misses.push_back(NearMissSite{std::move(n), t.function});
 }
 
 }  // namespace
@@ -67,11 +79,18 @@ CompiledPatterns compile_patterns(const rules::RuleSet& rules) {
 
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
                          const model::ModelConfig* config, CompiledPatterns patterns, match::MatchMemo* memo,
-                         std::map<std::string, model::FunctionDataflow> built) {
+                         std::map<std::string, model::FunctionDataflow> built, unsigned threads) {
   ModelMatches out;
   out.patterns = patterns ? std::move(patterns) : compile_patterns(rules);
   if (out.patterns->empty()) return out;
 
+  // The graphs are built first, in order (building reads shared model state);
+  // matching them is independent work, done on `threads` workers.
+  std::vector<Target> targets;
+  auto add = [&](model::FunctionDataflow graph, std::string function, std::string owner) {
+    out.graphs.push_back(std::move(graph));
+    targets.push_back(Target{&out.graphs.back(), std::move(function), std::move(owner)});
+  };
   model::RoleTableSubmodules lookup(roles, config);
   for (const model::ClassDecl* cls : roles.module_classes()) {
     if (!has_forward(*cls)) continue;
@@ -79,10 +98,9 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     auto ready = built.find(name);
     // A loop over the decoder layers is unrolled, so that chains across two
     // layers are matched there (model_matches.h).
-    run_on(out,
-           ready != built.end() ? std::move(ready->second)
-                                : model::build_inlined_forward(sources, *cls, lookup, 8, /*unroll_module_loops=*/true),
-           name + ".forward", name, memo);
+    add(ready != built.end() ? std::move(ready->second)
+                             : model::build_inlined_forward(sources, *cls, lookup, 8, /*unroll_module_loops=*/true),
+        name + ".forward", name);
   }
   // Methods other than forward, of any class: a KV cache's `update`/`append`
   // writes the cache there (HF Cache classes are no nn.Module).
@@ -91,7 +109,7 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
       if (!fn || fn->name == "forward" || fn->name == "__init__") continue;
       std::string name(cls.node->name);
-      run_on(out, model::build_dataflow(sources, *cls.file, *fn), name + "." + std::string(fn->name), name, memo);
+      add(model::build_dataflow(sources, *cls.file, *fn), name + "." + std::string(fn->name), name);
     }
   // Module-level helpers (apply_rotary_pos_emb, repeat_kv, eager_attention_forward)
   // are matched on their own too: a chain may live entirely in one.
@@ -101,8 +119,22 @@ ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable
     for (const model::ast::stmt* s : file->parsed->module->body) {
       auto* fn = model::ast::as<model::ast::FunctionDef>(s);
       if (!fn || training_only.count(std::string(fn->name))) continue;
-      run_on(out, model::build_dataflow(sources, *file, *fn), std::string(fn->name), "", memo);
+      add(model::build_dataflow(sources, *file, *fn), std::string(fn->name), "");
     }
+  }
+
+  std::vector<match::MatchResult> results(targets.size());
+  std::vector<std::exception_ptr> failures(targets.size());
+  util::run_parallel(targets.size(), threads, [&](size_t i) {
+    try {
+      results[i] = match_graph(*out.patterns, *targets[i].graph, memo);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  });
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (failures[i]) std::rethrow_exception(failures[i]);
+    keep(out, targets[i], std::move(results[i]));
   }
   return out;
 }

@@ -52,9 +52,12 @@ struct ModelMatches {
 // code already matched elsewhere walk only what gave something there.
 // `built` holds inlined forwards already built with the same roles and
 // config (the inventory's block forward), by class name: they are used, not
-// built again.
+// built again. The graphs are matched on `threads` workers (0: one per core;
+// a tree scan that runs models in parallel passes 1); the result is the same
+// whatever the number.
 ModelMatches match_model(const model::SourceSet& sources, const model::RoleTable& roles, const rules::RuleSet& rules,
                          const model::ModelConfig* config = nullptr, CompiledPatterns patterns = nullptr,
-                         match::MatchMemo* memo = nullptr, std::map<std::string, model::FunctionDataflow> built = {});
+                         match::MatchMemo* memo = nullptr, std::map<std::string, model::FunctionDataflow> built = {},
+                         unsigned threads = 1);
 
 }  // namespace npufuse::plan

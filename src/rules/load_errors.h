@@ -20,6 +20,10 @@ class LoadErrors {
     messages_.push_back(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + message);
   }
   void raw(std::string message) { messages_.push_back(std::move(message)); }
+  // Appends another collection's messages, in their order.
+  void take(LoadErrors&& other) {
+    for (std::string& m : other.messages_) messages_.push_back(std::move(m));
+  }
 
   bool empty() const { return messages_.empty(); }
   size_t size() const { return messages_.size(); }

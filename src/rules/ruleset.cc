@@ -11,6 +11,7 @@
 #include "rules/rule_docs.h"
 #include "rules/rule_functions.h"
 #include "rules/rule_metadata.h"
+#include "util/work_queue.h"
 
 namespace npufuse::rules {
 
@@ -132,38 +133,63 @@ RuleSet RuleSet::load(const std::vector<RuleFile>& files, const std::string& dis
   std::set<std::string> all_paths;
   for (const auto& f : files) all_paths.insert(f.path);
 
-  for (const RuleFile& f : files) {
-    std::string family, stem;
-    if (!rule_path(f.path, family, stem)) continue;
-    std::string shown = display_root.empty() ? f.path : display_root + "/" + f.path;
+  // Each file is read on its own (on one worker per core); the rules, and
+  // the errors, keep the files' order.
+  struct Read {
+    bool is_rule = false;
     std::shared_ptr<model::SourceSet> sources;
-    try {
-      sources = std::make_shared<model::SourceSet>(model::SourceSet::from_texts({{shown, f.text}}));
-    } catch (const frontend::SyntaxError& e) {
-      errors.raw(e.what());
-      continue;
-    }
-    const model::ModelFile& file = *sources->files().front();
     Rule rule;
+    LoadErrors errors;
+  };
+  std::vector<Read> read(files.size());
+  util::run_parallel(files.size(), 0, [&](size_t i) {
+    const RuleFile& f = files[i];
+    Read& out = read[i];
+    std::string family, stem;
+    if (!rule_path(f.path, family, stem)) return;
+    out.is_rule = true;
+    std::string shown = display_root.empty() ? f.path : display_root + "/" + f.path;
+    try {
+      out.sources = std::make_shared<model::SourceSet>(model::SourceSet::from_texts({{shown, f.text}}));
+    } catch (const frontend::SyntaxError& e) {
+      out.errors.raw(e.what());
+      out.is_rule = false;
+      return;
+    } catch (const std::exception& e) {
+      out.errors.raw(shown + ": " + e.what());
+      out.is_rule = false;
+      return;
+    }
+    const model::ModelFile& file = *out.sources->files().front();
+    Rule& rule = out.rule;
+    LoadErrors& errors = out.errors;
     rule.family = family;
     rule.path = shown;
-    rule.sources = sources.get();
+    rule.sources = out.sources.get();
     rule.file = &file;
 
     const ast::Assign* assign = rule_assignment(file);
     const ast::Dict* literal = assign ? ast::as<ast::Dict>(assign->value) : nullptr;
     if (!assign) errors.at_line(shown, 1, 1, "no module-level `RULE = {...}` assignment");
     else if (!literal) errors.at(file, assign->value, "RULE must be a dict literal");
-    if (literal) read_rule_metadata(file, literal, stem, rule, errors);
-    read_docs(file, literal, rule, errors);
-    read_rule_functions(file, rule, errors);
-    if (literal) {
-      check_near_misses(file, literal, rule, stem, all_paths, errors);
-      check_min_torch(file, literal, rule, errors);
-      check_apply(file, literal, rule, errors);
+    try {
+      if (literal) read_rule_metadata(file, literal, stem, rule, errors);
+      read_docs(file, literal, rule, errors);
+      read_rule_functions(file, rule, errors);
+      if (literal) {
+        check_near_misses(file, literal, rule, stem, all_paths, errors);
+        check_min_torch(file, literal, rule, errors);
+        check_apply(file, literal, rule, errors);
+      }
+    } catch (const std::exception& e) {
+      errors.raw(shown + ": " + e.what());
     }
-    set.sources_.push_back(std::move(sources));
-    set.rules_.push_back(std::move(rule));
+  });
+  for (Read& r : read) {
+    errors.take(std::move(r.errors));
+    if (!r.is_rule) continue;
+    set.sources_.push_back(std::move(r.sources));
+    set.rules_.push_back(std::move(r.rule));
   }
   std::set<std::string> ids;
   for (const Rule& r : set.rules_) ids.insert(r.id);

@@ -28,6 +28,7 @@ ModelResult analyze_model(const ModelFolder& folder, const ScanOptions& options,
     in.config = &config;
     in.rules = &shared.rules;
     in.catalog = &shared.catalog;
+    in.match_threads = 1;  // the scan runs models in parallel
     in.patterns = shared.patterns;
     in.memo = shared.memo;
 

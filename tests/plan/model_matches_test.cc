@@ -23,19 +23,46 @@ struct Matched {
   ModelMatches matches;
 };
 
-std::unique_ptr<Matched> match_sources(model::SourceSet sources) {
+std::unique_ptr<Matched> match_sources(model::SourceSet sources, unsigned threads = 1) {
   auto m = std::make_unique<Matched>();
   m->sources = std::move(sources);
   m->schema = model::ConfigSchema::discover(m->sources);
   model::Evaluator ev(m->sources, m->config, m->schema);
   m->roles = std::make_unique<model::RoleTable>(model::RoleTable::infer(m->sources, ev));
   m->rules = rules::RuleSet::load(rules::embedded_rule_files(), "rules");
-  m->matches = match_model(m->sources, *m->roles, m->rules);
+  m->matches = match_model(m->sources, *m->roles, m->rules, nullptr, nullptr, nullptr, {}, threads);
   return m;
 }
 
-std::unique_ptr<Matched> match_test_model(const std::string& name) {
-  return match_sources(model::SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + name + "/model.py"}));
+std::unique_ptr<Matched> match_test_model(const std::string& name, unsigned threads = 1) {
+  return match_sources(model::SourceSet::load({std::string(NPUFUSE_SOURCE_DIR) + "/tests/models/" + name + "/model.py"}),
+                       threads);
+}
+
+// What a match result says, in order: where each match and near-miss is, by
+// rule, function and model ops.
+std::string describe(const ModelMatches& m) {
+  std::string out;
+  for (const MatchSite& s : m.matches) {
+    out += "match " + s.match.pattern->rule->id + " in " + s.function + ":";
+    for (int id : s.match.ops) out += " " + std::to_string(id);
+    out += "\n";
+  }
+  for (const NearMissSite& n : m.near_misses)
+    out += "near-miss " + n.trace.pattern->rule->id + " in " + n.function + " at " + std::to_string(n.trace.anchor_op) +
+           ": " + n.trace.reason + "\n";
+  return out;
+}
+
+// The graphs are matched on several workers; what comes out, and its order,
+// is the same as on one.
+TEST(ModelMatches, ThreadsChangeNothing) {
+  for (const char* name : {"llama_like", "deepseek_v3_like", "qwen3_moe_like"}) {
+    auto one = match_test_model(name, 1);
+    auto four = match_test_model(name, 4);
+    EXPECT_FALSE(one->matches.matches.empty()) << name;
+    EXPECT_EQ(describe(one->matches), describe(four->matches)) << name;
+  }
 }
 
 int copies_of(const match::Match& m) {

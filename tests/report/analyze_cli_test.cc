@@ -101,6 +101,7 @@ TEST(AnalyzeCli, ChineseMarkdownAndTimings) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("第三步"), std::string::npos);
   EXPECT_NE(r.err.find("total"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("catalog-read"), std::string::npos) << r.err;
 }
 
 }  // namespace
