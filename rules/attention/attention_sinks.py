@@ -72,7 +72,8 @@ RULE = {
         "npu_fused_infer_attention_score_v2:tnd_head_dim_64_unverified",
         "npu_fused_infer_attention_score_v2:causal_use_compressed_mask",
         "npu_fused_infer_attention_score_v2:causal_modes_drop_window",
-        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score_v2:no_alibi_bias"
     ],
     "facts": {"stage": "prefill", "layout": "TND", "sparse_mode": 3, "causal": True, "attention_sinks": True},
     "rejects": [

@@ -68,7 +68,8 @@ RULE = {
         "npu_fused_infer_attention_score:decode_head_dim_le_512",
         "npu_fused_infer_attention_score:decode_window_not_applied",
         "npu_fused_infer_attention_score:paged_decode_block_size",
-        "npu_fused_infer_attention_score:no_learnable_sink"
+        "npu_fused_infer_attention_score:no_learnable_sink",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     # the pattern is a plain softmax over the scores: a sink logit joined to
     # them (GPT-OSS) would not match, so the matched chain has none

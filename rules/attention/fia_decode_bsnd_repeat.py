@@ -68,7 +68,8 @@ RULE = {
         "npu_fused_infer_attention_score:decode_kv_seq_le_262144",
         "npu_fused_infer_attention_score:decode_head_dim_le_512",
         "npu_fused_infer_attention_score:decode_window_not_applied",
-        "npu_fused_infer_attention_score:no_learnable_sink"
+        "npu_fused_infer_attention_score:no_learnable_sink",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     "facts": {"stage": "decode", "layout": "BSND", "q_seq_len": 1, "attention_sinks": False},
     "inputs": {

@@ -79,7 +79,8 @@ RULE = {
         "npu_fused_infer_attention_score:non_causal_avoid_tnd",
         "npu_fused_infer_attention_score:tnd_head_dims",
         "npu_fused_infer_attention_score:no_learnable_sink",
-        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     # the pattern is a plain softmax over the scores: a sink logit joined to
     # them (GPT-OSS) would not match, so the matched chain has none

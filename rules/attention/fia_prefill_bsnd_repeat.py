@@ -79,7 +79,8 @@ RULE = {
         "npu_fused_infer_attention_score:anchored_modes_need_valid_keys",
         "npu_fused_infer_attention_score:compressed_mask_drops_padding",
         "npu_fused_infer_attention_score:no_learnable_sink",
-        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     "facts": {"stage": "prefill", "layout": "BSND", "sparse_mode": 3, "causal": True, "attention_sinks": False},
     "hints": {"class_names": ["GemmaAttention"]},

@@ -67,7 +67,8 @@ RULE = {
         "npu_fused_infer_attention_score:causal_modes_drop_window",
         "npu_fused_infer_attention_score:tnd_head_dims",
         "npu_fused_infer_attention_score:no_learnable_sink",
-        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     # a plain softmax over the scores: no sink logit joins them
     "facts": {"stage": "prefill", "layout": "TND", "sparse_mode": 3, "causal": True, "attention_sinks": False},

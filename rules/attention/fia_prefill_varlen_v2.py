@@ -72,7 +72,8 @@ RULE = {
         "npu_fused_infer_attention_score_v2:causal_use_compressed_mask",
         "npu_fused_infer_attention_score_v2:non_causal_avoid_tnd",
         "npu_fused_infer_attention_score_v2:causal_modes_drop_window",
-        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score_v2:no_alibi_bias"
     ],
     # the pattern is a plain softmax over the scores: a sink logit joined to
     # them (GPT-OSS) would not match, so the matched chain has none

@@ -59,7 +59,8 @@ RULE = {
         "npu_fused_infer_attention_score:prefill_head_dim_le_512",
         "npu_fused_infer_attention_score:anchored_modes_need_valid_keys",
         "npu_fused_infer_attention_score:compressed_mask_drops_padding",
-        "npu_fused_infer_attention_score:decode_window_not_applied"
+        "npu_fused_infer_attention_score:decode_window_not_applied",
+        "npu_fused_infer_attention_score:no_alibi_bias"
     ],
     "when": "sliding_window > 0",
     # the pattern is a plain softmax over the scores: a sink logit joined to

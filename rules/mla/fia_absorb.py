@@ -93,7 +93,8 @@ RULE = {
         "npu_fused_infer_attention_score_v2:mla512_paged_block_size",
         "npu_fused_infer_attention_score_v2:mla512_full_quant_only",
         "npu_fused_infer_attention_score_v2:causal_modes_drop_window",
-        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask"
+        "npu_fused_infer_attention_score_v2:causal_modes_need_causal_only_mask",
+        "npu_fused_infer_attention_score_v2:no_alibi_bias"
     ],
     # the pattern is a plain softmax over the scores (no sink logit joined to them)
     "facts": {"mla": True, "layout": "BSND", "sparse_mode": 3, "causal": True, "attention_sinks": False},

@@ -552,7 +552,7 @@ class Walk {
   // The pattern op names equivalent_spelling knows another spelling of.
   static bool has_other_spellings(std::string_view name) {
     return name == "mul" || name == "pow" || name == "div" || name == "rsqrt" || name == "repeat_interleave" || name == "view" ||
-           name == "reshape";
+           name == "reshape" || name == "transpose";
   }
 
   bool equivalent_spelling(const DataflowOp& P, const DataflowOp& T, const std::vector<int>& passed) {
@@ -580,6 +580,8 @@ class Walk {
     if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2 && divides_by_sqrt(P, T, passed))
       return true;
     if (P.name == "repeat_interleave" && T.name == "expand") return repeat_kv_spelling(P, T, passed);
+    if (P.name == "transpose" && T.name == "permute" && P.inputs.size() == 3 && swaps_two_axes(P, T))
+      return claim({T.id}, P.inputs[0], T.inputs[0]);
     if ((P.name == "view" || P.name == "reshape") && T.name == "unsqueeze") return unit_axes_spelling(P, T, passed);
     if (P.name == "mul" && P.inputs.size() == 2 && T.name == "div" && T.inputs.size() == 2) return reciprocal_scale(P, T, passed);
     if (P.name == "div" && P.inputs.size() == 2 && is_constant(pg_, P.inputs[0], 1) && T.name == "rsqrt" && T.inputs.size() == 1) {
@@ -590,6 +592,38 @@ class Walk {
       }
     }
     return false;
+  }
+
+  // `x.transpose(1, 2)` written as `x.permute(0, 2, 1, 3)` (or with the
+  // order as one tuple): a permutation that swaps the transpose's two axes
+  // and keeps every other one in place.
+  bool swaps_two_axes(const DataflowOp& P, const DataflowOp& T) {
+    if (T.inputs.size() < 2) return false;
+    std::vector<int> dims(T.inputs.begin() + 1, T.inputs.end());
+    if (dims.size() == 1) {
+      const DataflowOp& seq = tg_.producer_of(dims[0]);
+      if (seq.name != "tuple" && seq.name != "list") return false;
+      dims = seq.inputs;
+    }
+    const int rank = static_cast<int>(dims.size());
+    std::vector<int> order;
+    for (int v : dims) {
+      const std::optional<ConstantValue>& c = constant_in(tg_, v);
+      if (!c || !c->numeric) return false;
+      order.push_back(static_cast<int>(c->number) < 0 ? static_cast<int>(c->number) + rank : static_cast<int>(c->number));
+    }
+    auto axis = [&](int v) {
+      const std::optional<ConstantValue>& c = constant_in(pg_, v);
+      if (!c || !c->numeric) return -1;
+      int a = static_cast<int>(c->number);
+      if (a < 0) a += rank;
+      return a >= 0 && a < rank ? a : -1;
+    };
+    const int a = axis(P.inputs[1]), b = axis(P.inputs[2]);
+    if (a < 0 || b < 0 || a == b) return false;
+    for (int i = 0; i < rank; ++i)
+      if (order[static_cast<size_t>(i)] != (i == a ? b : i == b ? a : i)) return false;
+    return true;
   }
 
   // `x * rsqrt(y)` written as `x / sqrt(y)` (a cast on the divisor allowed).

@@ -743,13 +743,32 @@ MatchResult match_patterns(const std::vector<Pattern>& patterns, const FunctionD
     }
     std::vector<int> gave;
     if (walk) {
-      const std::vector<int>& starts =
-          recorded ? recorded->starts : index().ops_named(p.graph.ops[static_cast<size_t>(start)].name);
+      // The start op's other spellings start walks too (`x / sqrt(v)` for a
+      // pattern ending in `x * rsqrt(v)`, `permute(0, 2, 1, 3)` for
+      // `transpose(1, 2)`); from those only a match is told, no near-miss.
+      const std::string& start_name = p.graph.ops[static_cast<size_t>(start)].name;
+      std::vector<int> spelled;
+      const std::vector<int>* start_ops = recorded ? &recorded->starts : nullptr;
+      if (!start_ops) {
+        const std::vector<std::string> names = pairing_names_of(start_name);
+        start_ops = &index().ops_named(names.front());
+        if (names.size() > 1) {
+          spelled = *start_ops;
+          for (size_t i = 1; i < names.size(); ++i) {
+            const std::vector<int>& more = index().ops_named(names[i]);
+            spelled.insert(spelled.end(), more.begin(), more.end());
+          }
+          std::sort(spelled.begin(), spelled.end());
+          start_ops = &spelled;
+        }
+      }
+      const std::vector<int>& starts = *start_ops;
       for (int cand : starts) {
         // Inside a copy of an unrolled layer loop only a chain that may run
         // across layers starts: every other one there is the layer's own.
         if (target.ops[static_cast<size_t>(cand)].unrolled != 0 && !p.options.across_layers) continue;
-        if (consider(p, cand, near_miss_at)) gave.push_back(cand);
+        const bool own_name = target.ops[static_cast<size_t>(cand)].name == start_name;
+        if (consider(p, cand, own_name ? near_miss_at : -1)) gave.push_back(cand);
       }
     }
     if (!replay && !outcomes.empty()) {

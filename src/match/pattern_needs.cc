@@ -9,15 +9,13 @@
 
 namespace npufuse::match {
 
-namespace {
-
 using model::DataflowOp;
 using model::OpClass;
 
 // The model op names a pattern op may pair with: its own, and the other
 // spellings graph_matcher.cc accepts for it (equivalent_spelling,
-// divides_by_sqrt, repeat_kv_spelling, unit_axes_spelling, same_view_op,
-// same_tensor_sequence).
+// divides_by_sqrt, repeat_kv_spelling, unit_axes_spelling, swaps_two_axes,
+// same_view_op, same_tensor_sequence).
 // Listing a name too many only makes the check weaker, never wrong.
 std::vector<std::string> pairing_names_of(const std::string& name) {
   std::vector<std::string> out = {name};
@@ -32,10 +30,9 @@ std::vector<std::string> pairing_names_of(const std::string& name) {
   else if (name == "div") add({"rsqrt"});
   else if (name == "sqrt") add({"rsqrt"});
   else if (name == "repeat_interleave") add({"expand"});
+  else if (name == "transpose") add({"permute"});
   return out;
 }
-
-}  // namespace
 
 bool is_pattern_step(const model::FunctionDataflow& g, int v) {
   if (constant_of(g, v) || is_size_expression(g, v)) return false;  // literals and shape metadata are no steps

@@ -41,6 +41,10 @@ struct NameVocabulary {
 
 PatternNeeds needs_of(const Pattern& pattern);
 
+// The model op names a pattern op called `name` may pair with: its own, then
+// the other spellings the walk accepts for it.
+std::vector<std::string> pairing_names_of(const std::string& name);
+
 // Whether pattern value `v` (already past its casts) is computed by an op a
 // walk must pair: not a literal, not shape metadata, not a parameter. Both
 // the step count of a pattern and its required ops are counted this way.

@@ -136,8 +136,8 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
   }
   if (config.loaded() && (mla || !config.has_sub_configs())) b.derived("mla", mla, mla ? "kv_lora_rank present" : "no kv_lora_rank");
   // What the model's attention mask carries beyond the causal limit, from the
-  // config: windowed or chunked layers, a window length in use, an indexer's
-  // top-k selection. "none" only where the config shows a causal-only mask;
+  // config: windowed or chunked layers, a window length in use, an ALiBi
+  // bias, an indexer's top-k selection. "none" only where the config shows a causal-only mask;
   // a window the config leaves unknown leaves this unknown too.
   if (config.loaded()) {
     std::vector<std::string> beyond;
@@ -156,6 +156,14 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
     if (const json* chunk = config.find("attention_chunk_size"); chunk && chunk->is_number_integer() && chunk->get<long long>() > 0 &&
                                                                  beyond.empty() && !config.find("layer_types"))
       beyond.push_back("attention_chunk_size = " + chunk->dump());
+    // ALiBi: a per-head position bias added to the scores, which a
+    // compressed causal mask does not carry either (MPT's attn_config.alibi,
+    // Falcon's alibi).
+    for (const char* key : {"alibi", "attn_config.alibi"})
+      if (const json* alibi = config.find(key); alibi && alibi->is_boolean() && alibi->get<bool>()) {
+        beyond.push_back(std::string(key) + " = true (an ALiBi position bias added to the scores)");
+        break;
+      }
     if (const json* topk = value("index_topk"); topk && !topk->is_null())
       beyond.push_back("index_topk = " + topk->dump() + " (an indexer's top-k selection)");
     if (!beyond.empty()) {
@@ -166,6 +174,12 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
       b.derived("mask_beyond_causal", "none", "no windowed layers, no window in use, no indexer in the config");
     }
   }
+  // ALiBi, where the config says so either way.
+  for (const char* key : {"alibi", "attn_config.alibi"})
+    if (const json* alibi = config.find(key); alibi && alibi->is_boolean()) {
+      b.derived("alibi", *alibi, std::string("the config's ") + key);
+      break;
+    }
   // rope_dim: rotated channels per head.
   if (rope) {
     b.derived("rope_dim", *rope, "qk_rope_head_dim");

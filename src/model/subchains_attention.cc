@@ -188,7 +188,18 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
     static const std::set<std::string> factories = {"full", "zeros", "ones", "empty", "full_like", "zeros_like",
                                                     "ones_like", "empty_like", "new_full", "new_zeros", "new_ones",
                                                     "new_empty"};
-    if (write_op && !o.inputs.empty() && factories.count(bg.source(o.inputs[0]).name)) write_op = false;
+    // Slices of such a tensor too (`key_states[..., :d].copy_(k_nope)` fills
+    // a buffer the forward has just made).
+    auto made_here = [&](int v) {
+      for (int guard = 0; guard < 16; ++guard) {
+        const DataflowOp& src = bg.source(v);
+        if (factories.count(src.name)) return true;
+        if (src.cls != OpClass::Slice || src.inputs.empty()) return false;
+        v = src.inputs[0];
+      }
+      return false;
+    };
+    if (write_op && !o.inputs.empty() && made_here(o.inputs[0])) write_op = false;
     if (write_op && o.inputs.size() >= 2 && after_projection[static_cast<size_t>(id)] && !after_core[static_cast<size_t>(id)] &&
         !core_set[static_cast<size_t>(id)]) {
       writes.push_back(id);

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "model/config_schema.h"
@@ -88,6 +89,19 @@ void add_padding_fact(const model::ModelStructure& structure, const model::Sourc
             fmt::format("code: {}.forward takes no attention mask, so masks come from positions only", classes.front()));
 }
 
+// No ALiBi where neither the config (model/facts) nor any analysed file names
+// one: a bias builder (`build_alibi_tensor`) or an `alibi` argument would.
+void add_alibi_fact(const model::SourceSet& sources, check::FactSet& facts) {
+  if (facts.find("alibi")) return;
+  constexpr std::string_view name = "alibi";
+  auto same = [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; };
+  for (const auto& f : sources.files()) {
+    std::string_view text = f->parsed->source.text();
+    if (std::search(text.begin(), text.end(), name.begin(), name.end(), same) != text.end()) return;
+  }
+  facts.set("alibi", false, "code: no ALiBi named in the analysed files, and the config has no alibi key");
+}
+
 // The layout at the first attention core the sub-chains read, if any.
 model::CoreLayout attention_layout(const std::vector<model::BlockChains>* blocks) {
   if (!blocks) return {};
@@ -129,6 +143,7 @@ Plan build_plan(const AnalysisInputs& in, StageTimes* times) {
   DeploymentFacts deployed = deployment_facts(inventory.facts, deployment, in.options, in.catalog->facts());
   add_cache_facts(inventory.kv_cache, deployed.facts);
   add_padding_fact(inventory.structure, *in.sources, deployed.facts);
+  add_alibi_fact(*in.sources, deployed.facts);
   add_moe_fact(roles, blocks, deployed.facts);
   plan.options.stage = deployed.stage;
   timer.lap("model");

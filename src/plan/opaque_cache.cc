@@ -19,6 +19,23 @@ const model::CacheAccess* update_call_in(const Candidate& c, const model::CacheO
   return nullptr;
 }
 
+// A step that writes or reads the K/V cache: the attention's (module
+// kv_cache), or MLA's latent and rope-key caches.
+bool cache_step(const Candidate& c) {
+  if (c.module == "kv_cache") return true;
+  return c.module == "mla" && (c.id.rfind("mla.cache_write@", 0) == 0 || c.id.rfind("mla.cache_read@", 0) == 0);
+}
+
+// A matched candidate of the same module instance whose operator writes the
+// latent caches itself (npu_kv_rmsnorm_rope_cache).
+const Candidate* latent_cache_writer(const std::vector<Candidate>& matched, const std::string& instance) {
+  for (const Candidate& c : matched)
+    if (c.instance == instance && c.status != Status::NoFusedOp && c.status != Status::NotApplicable &&
+        std::find(c.apis.begin(), c.apis.end(), "npu_kv_rmsnorm_rope_cache") != c.apis.end())
+      return &c;
+  return nullptr;
+}
+
 void add_unique(std::vector<std::string>& v, const std::string& s) {
   if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
 }
@@ -46,7 +63,7 @@ void resolve_opaque_cache_steps(std::vector<Candidate>& candidates, const std::v
   std::vector<std::pair<const model::CacheAccess*, size_t>> done;
   for (Candidate& c : candidates) {
     const model::CacheAccess* call =
-        c.status == Status::NoFusedOp && c.module == "kv_cache" ? update_call_in(c, cache) : nullptr;
+        c.status == Status::NoFusedOp && cache_step(c) ? update_call_in(c, cache) : nullptr;
     if (call && !local_writes.empty()) {
       notes.push_back(fmt::format("{}: covered where the cache is written: `{}` runs the update method the analysed "
                                   "files define, whose writes are candidates {}",
@@ -81,6 +98,16 @@ void resolve_opaque_cache_steps(std::vector<Candidate>& candidates, const std::v
         "{} at {} calls update() on a cache object whose class is not in the analysed files: what it stores and how "
         "it grows cannot be read, so no cache-write pattern can match it",
         call->function, call->where.str()));
+    if (c.module == "mla") {
+      if (const Candidate* writer = latent_cache_writer(matched, c.instance))
+        r.evidence.push_back(fmt::format(
+            "the values written are MLA's latent and rope key; {} writes both into caches the model owns with "
+            "npu_kv_rmsnorm_rope_cache, which then replaces this write",
+            writer->id));
+      else
+        r.evidence.push_back("the values written are MLA's latent and rope key: the static caches are the latent cache "
+                             "and the rope-key cache");
+    }
     r.checks = rule_checks(*rule, ctx, r.stages, r.evidence);
     for (const CheckResult& check : r.checks) {
       if (check.answer == check::Answer::Violated && check.severity == "error") add_unique(r.blocking, blocking_text(check));
