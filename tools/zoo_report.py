@@ -14,7 +14,8 @@ A module is one step of a block's sub-chains as `inspect` reports it (the
 attention's input norm, RoPE, cache write and attention core; the feed-forward's
 activation; the MoE gate, top-k, dispatch, experts, combine and shared expert;
 MLA's down/up projections and norms; the indexer's scores and top-k; every
-projection and residual add). Its state is read from the plan:
+projection and residual add; a linear-attention or state-space mixer's conv1d and
+recurrence). Its state is read from the plan:
 
 - `candidate`: a candidate (with or without prerequisites) whose lines overlap
   the step's lines and whose module fits it, or the reference-chain step of that
@@ -60,6 +61,7 @@ FAMILIES = {
     "q_down": "mla_prolog", "q_up": "mla_prolog", "kv_down": "mla_prolog", "kv_up": "mla_prolog",
     "nope_rope_split": "mla_prolog", "absorb_uv": "mla_prolog",
     "index_q": "indexer", "index_k": "indexer", "index_score": "indexer", "index_topk": "indexer",
+    "conv1d": "linear_attention", "recurrence": "linear_attention",
     "qkv_projection": "projection", "o_projection": "projection", "gate_up_projection": "projection",
     "down_projection": "projection",
     "residual_add": "residual_add",
@@ -77,6 +79,7 @@ FITS = {
     "shared_expert": {"ffn", "moe_experts"},
     "mla_prolog": {"mla", "norm", "rope"},
     "indexer": {"indexer"},
+    "linear_attention": {"attention"},
     "projection": {"quant", "mla", "ffn"},
     "residual_add": {"norm"},
 }
@@ -84,7 +87,7 @@ FITS = {
 # quantisation (projections fuse only when quantised, residual adds only with
 # the norm that follows; both are counted apart).
 WITH_FUSED_OP = {"norm", "rope", "attention_core", "kv_cache_write", "ffn_activation", "moe_gate", "moe_permutation",
-                 "moe_experts", "moe_combine", "shared_expert", "mla_prolog", "indexer"}
+                 "moe_experts", "moe_combine", "shared_expert", "mla_prolog", "indexer", "linear_attention"}
 # Module-tree roles that stand for modules when a model's blocks are not found.
 TREE_ROLES = {"attention": "attention_core", "attention_core": "attention_core", "mlp": "ffn_activation",
               "moe": "moe_experts", "router": "moe_gate", "rms_norm": "norm", "layer_norm": "norm",
@@ -363,8 +366,9 @@ def markdown(report):
            "candidate there), `no_fused_op` (a no-fused-op entry, a step the reference chain keeps a plain op, or a "
            "plain BF16 projection), `unaccounted` (none of these). \"Candidates where an operator exists\" counts the "
            "families a torch_npu operator covers whatever the quantisation: norms, RoPE, attention core, cache write, "
-           "activation, MoE gate / permutation / experts / combine, shared expert, MLA prolog, indexer; a step the "
-           "code already runs as one kernel (`F.layer_norm`, a lone `F.gelu`) is accounted but not counted there.", "",
+           "activation, MoE gate / permutation / experts / combine, shared expert, MLA prolog, indexer, linear attention "
+           "(conv1d, gated delta rule); a step the code already runs as one kernel (`F.layer_norm`, a lone `F.gelu`), "
+           "or one no documented operator computes (a selective state-space scan), is accounted but not counted there.", "",
            "## Per variant", "",
            "| variant | flags | models decomposed | modules | candidate | not applicable | no fused op | unaccounted | accounted | candidates where an operator exists |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

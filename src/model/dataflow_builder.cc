@@ -1216,6 +1216,9 @@ class Builder {
         {"Linear", "linear"},       {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"}, {"RMSNorm", "rms_norm"},
         {"SiLU", "silu"},           {"GELU", "gelu"},           {"ReLU", "relu"},            {"Dropout", "dropout"},
         {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"},
+        // torch.nn.Conv1d: a convolution over the sequence (a linear-attention
+        // or state-space mixer's depthwise causal conv1d), as F.conv1d.
+        {"Conv1d", "conv1d"},
         // HF's Conv1D (GPT-2): a projection whose weight is stored [in, out]
         // and which always has a bias. Its own op name, so the sub-chain
         // finder sees a projection while rules written for F.linear's
@@ -1226,8 +1229,8 @@ class Builder {
     if (it == layers.end()) return -1;
     std::vector<int> args = ins;
     std::vector<std::string> arg_labels = labels;
-    bool weighted = it->second == "linear" || it->second == "conv1d_linear" || it->second == "embedding" ||
-                    it->second == "layer_norm" || it->second == "rms_norm";
+    bool weighted = it->second == "linear" || it->second == "conv1d_linear" || it->second == "conv1d" ||
+                    it->second == "embedding" || it->second == "layer_norm" || it->second == "rms_norm";
     if (weighted) {
       args.push_back(parameter_read(path + ".weight", c));
       arg_labels.push_back("weight=");

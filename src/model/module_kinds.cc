@@ -40,6 +40,7 @@ const std::map<std::string, ModuleRole, std::less<>>& known_layers() {
       {"SiluAndMul", ModuleRole::Activation},
       {"GeluAndMul", ModuleRole::Activation},
       {"Dropout", ModuleRole::Dropout},
+      {"Conv1d", ModuleRole::Other},  // torch.nn.Conv1d: a mixer's depthwise causal convolution
       {"ModuleList", ModuleRole::Container},
       {"ModuleDict", ModuleRole::Container},
       {"Sequential", ModuleRole::Container},

@@ -137,12 +137,14 @@ const std::vector<std::string>& expected_steps(const std::string& module, bool q
   static const std::vector<std::string> moe = {"post_norm", "gate", "topk", "dispatch", "experts", "combine", "residual_add"};
   static const std::vector<std::string> ffn = {"post_norm", "gate_up_projection", "activation", "down_projection", "residual_add"};
   static const std::vector<std::string> indexer = {"index_q", "index_k", "index_score", "index_topk"};
+  static const std::vector<std::string> linear_attention = {"input_norm", "conv1d", "residual_add"};
   static const std::vector<std::string> none;
   if (module == "attention") return attention;
   if (module == "mla") return q_latent ? mla : mla_no_q_latent;
   if (module == "moe") return moe;
   if (module == "ffn") return ffn;
   if (module == "indexer") return indexer;
+  if (module == "linear_attention") return linear_attention;
   return none;
 }
 
@@ -290,6 +292,9 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     } else if (m.role == ModuleRole::Indexer) {
       c.module = "indexer";
       find_indexer_steps(bg, m.scope, own, c);
+    } else if (is_linear_mixer(bg, own)) {
+      c.module = "linear_attention";
+      find_linear_mixer_steps(bg, m.scope, own, c);
     } else {
       c.module = "attention";
       find_attention_steps(bg, m.scope, own, c);
@@ -333,7 +338,7 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
     }
     for (int m : reached) {
       ModuleChain& c = chains[static_cast<size_t>(m)];
-      bool attention = c.module == "attention" || c.module == "mla";
+      bool attention = c.module == "attention" || c.module == "mla" || c.module == "linear_attention";
       std::string kind = attention ? "input_norm" : "post_norm";
       bool has = std::any_of(c.steps.begin(), c.steps.end(), [&](const SubChainStep& s) { return s.kind == kind; });
       if (has) continue;

@@ -97,6 +97,13 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
 void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::vector<int>& ops, ModuleChain& chain);
 void find_ffn_steps(const BlockGraph& bg, const std::string& scope, const std::vector<int>& ops, ModuleChain& chain);
 void find_indexer_steps(const BlockGraph& bg, const std::string& scope, const std::vector<int>& ops, ModuleChain& chain);
+// A module in an attention's place that runs a conv1d and no softmax over
+// scores (a linear-attention or state-space mixer), and its steps: `conv1d`
+// and `recurrence` (detail: gated delta rule, Kimi delta attention, selective
+// state-space scan; none for a short convolution gated by products).
+bool is_linear_mixer(const BlockGraph& bg, const std::vector<int>& ops);
+void find_linear_mixer_steps(const BlockGraph& bg, const std::string& scope, const std::vector<int>& ops,
+                             ModuleChain& chain);
 CoreLayout find_core_layout(const BlockGraph& bg, const std::vector<int>& core_ops);
 // Values of the chain's steps read outside the block's steps: `module_ops`
 // are the ops of the module's scope, `block_step_ops` the ops of every step of

@@ -260,6 +260,8 @@ std::vector<std::string> step_stages(const std::string& step_stage, const std::s
 
 std::string step_module(const std::string& chain_module, const std::string& kind) {
   if (chain_module == "mla") return "mla";
+  // The catalog files linear-attention operators with attention.
+  if (chain_module == "linear_attention") return kind == "input_norm" || kind == "residual_add" ? "norm" : "attention";
   if (chain_module == "indexer") return "indexer";
   if (kind == "input_norm" || kind == "post_norm" || kind == "qk_norm" || kind == "residual_add") return "norm";
   if (kind == "rope") return "rope";
@@ -282,9 +284,17 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
   for (const model::BlockChains& block : blocks) {
     for (const model::ModuleChain& chain : block.modules) {
       for (const model::SubChainStep& step : chain.steps) {
-        if (step.spans.empty() ||
-            covered_by(step, step_module(chain.module, step.kind), covered, block_graph(graphs, block.block_class)))
+        if (step.spans.empty()) continue;
+        // A linear mixer's steps span helper code that other chains' candidates
+        // share (its gated output norm): only an attention-module candidate covers them.
+        if (chain.module == "linear_attention" && (step.kind == "conv1d" || step.kind == "recurrence")) {
+          std::vector<Candidate> attention;
+          for (const Candidate& c : covered)
+            if (c.module == "attention") attention.push_back(c);
+          if (covered_by(step, "attention", attention, block_graph(graphs, block.block_class))) continue;
+        } else if (covered_by(step, step_module(chain.module, step.kind), covered, block_graph(graphs, block.block_class))) {
           continue;
+        }
         Location where = location_of(step.spans.front());
         std::string key = fmt::format("{}.{}@{}:{}", chain.module, step.kind, where.file, where.start_line);
         if (!seen.insert(key).second) continue;
@@ -311,6 +321,17 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
                                   ": no fused operator: no documented operator renormalises the chosen softmax weights "
                                   "(npu_moe_gating_top_k_softmax returns them as they are, npu_moe_gating_top_k "
                                   "renormalises only on its sigmoid path): the division by their sum stays in torch");
+          continue;
+        }
+        if (step.kind == "recurrence" && step.detail == "selective state-space scan") {
+          out.dismissed.push_back(what + ": no fused operator: no documented torch_npu operator computes a selective "
+                                         "state-space scan (Mamba's SSD or selective scan): it stays in torch");
+          continue;
+        }
+        if (step.kind == "recurrence" && step.detail.rfind("Kimi delta attention", 0) == 0) {
+          out.dismissed.push_back(what + ": no fused operator: no documented operator takes a decay per key channel; "
+                                         "npu_chunk_gated_delta_rule and npu_recurrent_gated_delta_rule take one log "
+                                         "decay per value head (g as [T, Nv])");
           continue;
         }
         if (std::string single = single_activation(step, block_graph(graphs, block.block_class)); !single.empty()) {
@@ -352,6 +373,14 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
         if (prolog_projection(chain.module, step.kind))
           req.why_nothing_fits += "; a prolog operator (npu_mla_prolog_v3 / npu_lightning_indexer family) takes this "
                                   "projection in together with its norm and RoPE, but no rule maps it yet";
+        if (step.kind == "recurrence")
+          req.why_nothing_fits += "; npu_chunk_gated_delta_rule (prefill) and npu_recurrent_gated_delta_rule (decode, 1 to 8 "
+                                  "tokens per request) compute a gated delta rule, taking q and k already L2-normalised, "
+                                  "bfloat16, Dk = Dv = 128, but no rule maps the torch recurrence yet";
+        if (step.kind == "conv1d")
+          req.why_nothing_fits += "; npu_fused_causal_conv1d and npu_masked_causal_conv1d take a depthwise causal "
+                                  "convolution of kernel width 3 without activation or bias, on Ascend 950 only, and no "
+                                  "rule maps one yet";
         for (const std::string& r : reasons) req.why_nothing_fits += "; near-miss " + r;
         c.near_miss_reasons = reasons;
         out.no_fused_op.push_back(std::move(c));
