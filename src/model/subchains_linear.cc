@@ -13,23 +13,25 @@ namespace npufuse::model::subchains {
 
 namespace {
 
-// Whether an op of `ops`, its attribute path, its text or the name of the
-// function its code is in (an inlined helper: `torch_chunk_gated_delta_rule`)
-// holds one of `words`.
-bool names_any(const BlockGraph& bg, const std::vector<int>& ops, std::initializer_list<const char*> words) {
+// What the names in `ops` say: each op's name, attribute path and text, and
+// the name of the function its code is in (an inlined helper:
+// `torch_chunk_gated_delta_rule`), one after the other.
+std::string names_in(const BlockGraph& bg, const std::vector<int>& ops) {
   std::map<const ModelFile*, std::vector<FunctionRange>> functions;
+  std::string names;
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
-    std::string text = o.name + " " + bg.attribute_path(o) + " " + bg.text(o);
-    if (o.file) {
-      auto it = functions.find(o.file);
-      if (it == functions.end()) it = functions.emplace(o.file, functions_of(*o.file)).first;
-      if (const FunctionRange* fn = function_around(it->second, o.begin, o.end)) text += " " + fn->qualified;
-    }
-    for (const char* w : words)
-      if (text.find(w) != std::string::npos) return true;
+    names += o.name + " " + bg.attribute_path(o) + " " + bg.text(o) + " ";
+    if (!o.file) continue;
+    auto it = functions.find(o.file);
+    if (it == functions.end()) it = functions.emplace(o.file, functions_of(*o.file)).first;
+    if (const FunctionRange* fn = function_around(it->second, o.begin, o.end)) names += fn->qualified + " ";
   }
-  return false;
+  return names;
+}
+
+bool holds_any(const std::string& names, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* w) { return names.find(w) != std::string::npos; });
 }
 
 }  // namespace
@@ -64,11 +66,13 @@ void find_linear_mixer_steps(const BlockGraph& bg, const std::string& scope, con
   }
   // What the recurrence is, from the names the code uses; a short
   // convolution gated by products (LFM2) has none.
+  if (recurrence.empty()) return;
+  const std::string names = names_in(bg, ops);
   std::string detail;
-  if (names_any(bg, ops, {"kimi_delta", "kda"})) detail = "Kimi delta attention (a decay per key channel)";
-  else if (names_any(bg, ops, {"delta_rule"})) detail = "gated delta rule";
-  else if (names_any(bg, ops, {"A_log", "dt_bias", "selective_scan", "ssd", "ssm"})) detail = "selective state-space scan";
-  if (detail.empty() || recurrence.empty()) return;
+  if (holds_any(names, {"kimi_delta", "kda"})) detail = "Kimi delta attention (a decay per key channel)";
+  else if (holds_any(names, {"delta_rule"})) detail = "gated delta rule";
+  else if (holds_any(names, {"A_log", "dt_bias", "selective_scan", "ssd", "ssm"})) detail = "selective state-space scan";
+  if (detail.empty()) return;
   add_steps(chain, bg, "recurrence", recurrence, detail);
 }
 

@@ -103,12 +103,15 @@ bool same_module_code(const std::string& candidate_scope, const std::string& ste
   return step.size() >= tail.size() && step.compare(step.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// `only_module`, when given: only candidates of that module count.
 bool covered_by(const model::SubChainStep& step, const std::string& step_module_name,
-                const std::vector<Candidate>& candidates, const model::FunctionDataflow* block) {
+                const std::vector<Candidate>& candidates, const model::FunctionDataflow* block,
+                const std::string& only_module = "") {
   const int half = block_half(step_module_name);
   const bool projection = projection_step(step.kind);
   for (const Candidate& c : candidates) {
     if (c.status == Status::NoFusedOp) continue;
+    if (!only_module.empty() && c.module != only_module) continue;
     if (int other = block_half(c.module); half != 0 && other != 0 && other != half) continue;
     if (projection && block && !step.ops.empty() && !c.op_lines.empty() && c.op_scopes.size() == c.op_lines.size()) {
       bool met = false, other_code = false;
@@ -287,14 +290,11 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
         if (step.spans.empty()) continue;
         // A linear mixer's steps span helper code that other chains' candidates
         // share (its gated output norm): only an attention-module candidate covers them.
-        if (chain.module == "linear_attention" && (step.kind == "conv1d" || step.kind == "recurrence")) {
-          std::vector<Candidate> attention;
-          for (const Candidate& c : covered)
-            if (c.module == "attention") attention.push_back(c);
-          if (covered_by(step, "attention", attention, block_graph(graphs, block.block_class))) continue;
-        } else if (covered_by(step, step_module(chain.module, step.kind), covered, block_graph(graphs, block.block_class))) {
+        const bool mixer_step =
+            chain.module == "linear_attention" && (step.kind == "conv1d" || step.kind == "recurrence");
+        if (covered_by(step, step_module(chain.module, step.kind), covered, block_graph(graphs, block.block_class),
+                       mixer_step ? "attention" : ""))
           continue;
-        }
         Location where = location_of(step.spans.front());
         std::string key = fmt::format("{}.{}@{}:{}", chain.module, step.kind, where.file, where.start_line);
         if (!seen.insert(key).second) continue;

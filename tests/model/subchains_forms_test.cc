@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "model/inventory.h"
 #include "model/module_roles.h"
@@ -310,61 +312,20 @@ class Block(nn.Module):
 // A mixer in the attention's place that runs a depthwise causal conv1d and
 // then a recurrence, with no softmax over scores: a linear-attention or
 // state-space mixer. Its steps are the conv1d and the recurrence, named from
-// what the code calls, never an attention core, a K/V cache or RoPE.
-const char* kLinearMixer = R"(
-def l2norm(x, eps=1e-6):
-    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
-
-def chunk_gated_delta_rule(q, k, v, g, beta):
-    b, s, d = q.shape
-    state = q.new_zeros(b, d, d)
-    out = []
-    for t in range(s):
-        state = state * g[:, t].exp()[:, None, None]
-        kv = (state * k[:, t, :, None]).sum(dim=1)
-        state = state + k[:, t, :, None] * ((v[:, t] - kv) * beta[:, t, None])[:, None, :]
-        out.append((state * q[:, t, :, None]).sum(dim=1))
-    return torch.stack(out, dim=1)
-
-class DeltaMixer(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.d = config.hidden_size
-        self.channels = 3 * config.hidden_size
-        self.activation = config.mixer_act
-        self.in_proj = nn.Linear(config.hidden_size, self.channels, bias=False)
-        self.conv1d = nn.Conv1d(self.channels, self.channels, kernel_size=4, groups=self.channels, padding=3)
-        self.gate = nn.Linear(config.hidden_size, 1)
-        self.beta = nn.Linear(config.hidden_size, 1)
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
-
-    def forward(self, x):
-        s = x.shape[1]
-        mixed = self.conv1d(self.in_proj(x).transpose(1, 2))[..., :s]
-        q, k, v = ACT2FN[self.activation](mixed).transpose(1, 2).split(self.d, dim=-1)
-        g = -F.softplus(self.gate(x)).squeeze(-1)
-        beta = torch.sigmoid(self.beta(x)).squeeze(-1)
-        out = chunk_gated_delta_rule(l2norm(q), l2norm(k), v, g, beta)
-        return self.out_proj(out)
-
-class Block(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.norm_1 = nn.LayerNorm(config.hidden_size)
-        self.linear_attn = DeltaMixer(config)
-        self.norm_2 = nn.LayerNorm(config.hidden_size)
-        self.mlp = Mlp(config)
-
-    def forward(self, x):
-        x = x + self.linear_attn(self.norm_1(x))
-        return x + self.mlp(self.norm_2(x))
-)";
+// what the code calls, never an attention core, a K/V cache or RoPE. The
+// models are the plan tests' (tests/plan/data/linear_mixer): a gated delta
+// rule, and the same mixer with a state-space decay and a plain scan helper.
+std::unique_ptr<Built> build_mixer(const std::string& file) {
+  const std::string dir = std::string(NPUFUSE_SOURCE_DIR) + "/tests/plan/data/linear_mixer/";
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  return build(read(dir + file), nlohmann::json::parse(read(dir + "config.json")));
+}
 
 TEST(SubChainForms, ConvolutionAndRecurrenceMakeALinearMixer) {
-  nlohmann::json config{{"hidden_size", 64}, {"intermediate_size", 256}, {"num_attention_heads", 4},
-                        {"num_hidden_layers", 2}, {"vocab_size", 100}};
-  const std::string head = "from transformers.activations import ACT2FN\n";
-  auto b = build(head + model(kLinearMixer), config);
+  auto b = build_mixer("delta_mixer.py");
   EXPECT_EQ(chain(b->inv, "attention"), nullptr);
   const ModuleChain* mixer = chain(b->inv, "linear_attention");
   ASSERT_NE(mixer, nullptr);
@@ -375,13 +336,7 @@ TEST(SubChainForms, ConvolutionAndRecurrenceMakeALinearMixer) {
   EXPECT_EQ(steps(*mixer, "input_norm").size(), 1u) << kinds(*mixer);
   for (const char* kind : {"attention_core", "cache_write", "rope"}) EXPECT_TRUE(steps(*mixer, kind).empty()) << kind;
 
-  // The same mixer with a state-space decay parameter and no delta-rule helper.
-  std::string ssm = kLinearMixer;
-  ssm.replace(ssm.find("chunk_gated_delta_rule(l2norm"), std::string("chunk_gated_delta_rule").size(), "scan");
-  ssm.replace(ssm.find("def chunk_gated_delta_rule"), std::string("def chunk_gated_delta_rule").size(), "def scan");
-  ssm.replace(ssm.find("        self.gate = nn.Linear"), 0, "        self.A_log = nn.Parameter(torch.zeros(1))\n");
-  ssm.replace(ssm.find("g = -F.softplus"), std::string("g = -F.softplus").size(), "g = -self.A_log.exp() * F.softplus");
-  auto c = build(head + model(ssm), config);
+  auto c = build_mixer("ssm_mixer.py");
   const ModuleChain* scan = chain(c->inv, "linear_attention");
   ASSERT_NE(scan, nullptr);
   recurrence = steps(*scan, "recurrence");

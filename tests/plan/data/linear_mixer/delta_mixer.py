@@ -4,6 +4,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers.activations import ACT2FN
+
+
 class Mlp(nn.Module):
     def __init__(self, config):
         super().__init__()
