@@ -50,7 +50,7 @@ RULE = {
     },
     "sizes": {"B": 2, "S": 5, "H": 64},
     "dtypes": ["float32", "bfloat16"],
-    "match": {"already_fused": ["layer_norm"],
+    "match": {"already_fused": ["layer_norm"], "contains": ["norm.layer_norm_no_bias"],
               "explain": [{"when": "lacks argument unbiased", "near_miss": "fixtures/layer_norm_nomatch_unbiased_var.py"},
                           {"when": "already computes this as one fused call",
                            "near_miss": "fixtures/layer_norm_nomatch_already_functional.py"}]},

@@ -1071,6 +1071,16 @@ class Builder {
         arguments(c, ins, labels);
         return function_op(q, ins, labels, c);
       }
+      // Fn.apply(x) on a local torch.autograd.Function: its static forward, with
+      // an opaque ctx first (save_for_backward and the like stay calls on it).
+      const ModelFile* fwd_file = nullptr;
+      if (const ast::FunctionDef* fwd = lookup_ ? autograd_forward(sources_, func, &fwd_file) : nullptr;
+          fwd && can_inline(fwd)) {
+        ins.push_back(emit_value("autograd_ctx", OpClass::Attribute, {}, {}, c));
+        labels.push_back("");
+        arguments(c, ins, labels);
+        return inline_function(*fwd, *fwd_file, ins, labels, self_path_, cls_, c);
+      }
       // A method on a value: x.pow(2), h.view(...).transpose(1, 2).
       ins.push_back(expr(a->value));
       labels.push_back("");

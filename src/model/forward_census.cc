@@ -148,6 +148,12 @@ class CensusBuilder {
       }
       return;
     }
+    // Fn.apply(x): a local torch.autograd.Function runs its static forward.
+    const ModelFile* fwd_file = nullptr;
+    if (const ast::FunctionDef* fwd = autograd_forward(sources_, func, &fwd_file)) {
+      function(fwd, fwd_file, depth + 1);
+      return;
+    }
     std::string qualified = sources_.qualified_name(*file, func);
     if (auto* n = ast::as<ast::Name>(func)) {
       if (const FunctionDecl* helper = sources_.find_function(n->id)) {
@@ -255,6 +261,29 @@ const ast::FunctionDef* find_method(const SourceSet& sources, const ClassDecl& c
     cur = next;
   }
   return nullptr;
+}
+
+const ast::FunctionDef* autograd_forward(const SourceSet& sources, const ast::expr* func, const ModelFile** file) {
+  auto* a = ast::as<ast::Attribute>(func);
+  auto* n = a && a->attr == "apply" ? ast::as<ast::Name>(a->value) : nullptr;
+  const ClassDecl* cls = n ? sources.find_class(n->id) : nullptr;
+  if (!cls) return nullptr;
+  bool function_base = false;
+  int hops = 0;
+  for (const ClassDecl* cur = cls; cur && !function_base && hops++ < 16;) {
+    const ClassDecl* next = nullptr;
+    for (const ast::expr* b : cur->node->bases) {
+      std::string base = dotted_name(b);
+      if (base == "Function" || (base.size() > 9 && base.compare(base.size() - 9, 9, ".Function") == 0)) function_base = true;
+      if (const ClassDecl* c = sources.find_class(base); c && c != cur) next = c;
+    }
+    cur = next;
+  }
+  if (!function_base) return nullptr;
+  const ClassDecl* owner = nullptr;
+  const ast::FunctionDef* fwd = find_method(sources, *cls, "forward", &owner);
+  if (fwd && file) *file = owner->file;
+  return fwd;
 }
 
 ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls, const ConfigFieldReader& config) {

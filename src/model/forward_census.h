@@ -31,6 +31,11 @@ struct ForwardCensus {
 const ast::FunctionDef* find_method(const SourceSet& sources, const ClassDecl& cls, std::string_view name,
                                     const ClassDecl** owner = nullptr);
 
+// `Fn.apply` where Fn is a local torch.autograd.Function: its static forward
+// (called with ctx first), and the file it is in; null otherwise.
+const ast::FunctionDef* autograd_forward(const SourceSet& sources, const ast::expr* func,
+                                         const ModelFile** file = nullptr);
+
 // `config` answers dispatch-table keys read from the config (may be empty).
 ForwardCensus census_forward(const SourceSet& sources, const ClassDecl& cls, const ConfigFieldReader& config = {});
 

@@ -131,6 +131,20 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     }
   }
   auto count = [&](ModuleRole r) { return children.count(r) ? children[r].size() : 0; };
+  // DBRX's norm_attn_norm: a child of no role of its own that holds the
+  // attention (with the norms around it) stands for the attention in a layer.
+  std::vector<std::string> attention_holders;
+  for (const Attribute& a : inst.attributes) {
+    if (a.kind != AttributeKind::Submodule || !a.module.local) continue;
+    std::string child(a.module.local->node->name);
+    if (child == std::string(cls.node->name) || resolve(child) != ModuleRole::Other) continue;
+    const ClassInstance& sub = instances_.at(child);
+    for (const Attribute& g : sub.attributes)
+      if (g.kind == AttributeKind::Submodule && g.module.local && resolve(std::string(g.module.local->node->name)) == ModuleRole::Attention) {
+        attention_holders.push_back(a.name);
+        break;
+      }
+  }
   size_t module_children = 0;
   for (const auto& [r, v] : children) module_children += v.size();
   for (const auto& [r, v] : list_elements) module_children += v.size();
@@ -177,8 +191,8 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
              join(children[ModuleRole::Linear]));
     return decide(ModuleRole::DecoderLayer);
   }
-  if (count(ModuleRole::Attention) && ffn_child) {
-    evidence("attention " + join(children[ModuleRole::Attention]) + " and feed-forward " +
+  if ((count(ModuleRole::Attention) || !attention_holders.empty()) && ffn_child) {
+    evidence("attention " + join(count(ModuleRole::Attention) ? children[ModuleRole::Attention] : attention_holders) + " and feed-forward " +
              join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));
     return decide(ModuleRole::DecoderLayer);
   }

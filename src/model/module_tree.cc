@@ -251,20 +251,37 @@ ModelStructure build_structure(const SourceSet& sources, Evaluator& ev, const Ro
       if (a.is_string()) named.insert(a.get<std::string>());
   TreeBuilder builder(sources, ev, roles);
   std::optional<ModuleNode> best;
+  // A multimodal wrapper the checkpoint names may build its language model
+  // outside the analysed files (AutoModel.from_config): a top that holds the
+  // decoder layers itself is then the one to analyse.
+  auto has_blocks = [](const ModuleNode& n) {
+    return find_node(n, [](const ModuleNode& m) { return m.role == ModuleRole::DecoderLayer && m.kind != AttributeKind::Submodule; }) != nullptr;
+  };
+  bool best_blocks = false;
   for (const ClassDecl* c : tops) {
     ModuleNode n = builder.root(*c);
     bool n_named = named.count(n.class_name) > 0, best_named = best && named.count(best->class_name) > 0;
-    bool better = !best || (n_named && !best_named) ||
-                  (n_named == best_named &&
-                   (root_rank(n.role) > root_rank(best->role) ||
-                    (root_rank(n.role) == root_rank(best->role) && tree_size(n) > tree_size(*best))));
+    bool n_blocks = has_blocks(n);
+    bool better = !best || (n_blocks && !best_blocks) ||
+                  (n_blocks == best_blocks &&
+                   ((n_named && !best_named) ||
+                    (n_named == best_named &&
+                     (root_rank(n.role) > root_rank(best->role) ||
+                      (root_rank(n.role) == root_rank(best->role) && tree_size(n) > tree_size(*best))))));
     if (better) {
       if (best) out.other_roots.push_back(best->class_name);
       best = std::move(n);
+      best_blocks = n_blocks;
     } else {
       out.other_roots.push_back(n.class_name);
     }
   }
+  if (best && !named.empty() && !named.count(best->class_name))
+    for (const std::string& root : out.other_roots)
+      if (named.count(root)) {
+        out.notes.push_back("the config's architectures names `" + root + "`, which holds no decoder layers in the analysed files; analysed `" + best->class_name + "`, which does");
+        break;
+      }
   out.root = std::move(best);
   if (!out.root) {
     out.notes.push_back("no nn.Module class found");

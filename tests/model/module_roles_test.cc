@@ -99,6 +99,72 @@ TEST(ModuleRoles, MlpRouterMoeAttentionBlock) {
   EXPECT_EQ(role_of(text, "Layer"), ModuleRole::DecoderLayer);
 }
 
+// Megatron-style code runs its activation through a torch.autograd.Function:
+// `Fn.apply(x)` computes what the Function's static forward does.
+TEST(ModuleRoles, ActivationThroughAnAutogradFunction) {
+  std::string text = std::string(kHeader) +
+                     "def tanh_gelu(x):\n"
+                     "    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))\n"
+                     "class TanhGelu(torch.autograd.Function):\n"
+                     "    @staticmethod\n"
+                     "    def forward(ctx, x):\n"
+                     "        ctx.save_for_backward(x)\n"
+                     "        return tanh_gelu(x)\n"
+                     "class Act(nn.Module):\n"
+                     "    def forward(self, x):\n"
+                     "        return TanhGelu.apply(x)\n"
+                     "class Ffn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.up = nn.Linear(d, 4 * d)\n"
+                     "        self.act = Act()\n"
+                     "        self.down = nn.Linear(4 * d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        return self.down(self.act(self.up(x)))\n";
+  EXPECT_EQ(role_of(text, "Act"), ModuleRole::Activation);
+  EXPECT_EQ(role_of(text, "Ffn"), ModuleRole::Mlp);
+}
+
+// DBRX wraps the attention with its two norms in one child: the layer holding
+// that child and a feed-forward is a decoder layer.
+TEST(ModuleRoles, AttentionInsideANormWrapperMakesALayer) {
+  std::string text = std::string(kHeader) +
+                     "class Attn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.qkv = nn.Linear(d, 3 * d)\n"
+                     "        self.out = nn.Linear(d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        q, k, v = self.qkv(x).chunk(3, dim=-1)\n"
+                     "        return self.out(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)\n"
+                     "class NormAttnNorm(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.norm_1 = nn.LayerNorm(d)\n"
+                     "        self.attn = Attn(d)\n"
+                     "        self.norm_2 = nn.LayerNorm(d)\n"
+                     "    def forward(self, x):\n"
+                     "        h = x + self.attn(self.norm_1(x))\n"
+                     "        return self.norm_2(h), h\n"
+                     "class Ffn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.up = nn.Linear(d, 4 * d)\n"
+                     "        self.down = nn.Linear(4 * d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        return self.down(F.silu(self.up(x)))\n"
+                     "class Block(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.norm_attn_norm = NormAttnNorm(d)\n"
+                     "        self.ffn = Ffn(d)\n"
+                     "    def forward(self, x):\n"
+                     "        x, residual = self.norm_attn_norm(x)\n"
+                     "        return residual + self.ffn(x)\n";
+  EXPECT_EQ(role_of(text, "NormAttnNorm"), ModuleRole::Other);
+  EXPECT_EQ(role_of(text, "Block"), ModuleRole::DecoderLayer);
+}
+
 TEST(ModuleRoles, NonModuleClassesAreNotModules) {
   std::string text = std::string(kHeader) +
                      "class Cache:\n"

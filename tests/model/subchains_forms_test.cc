@@ -900,5 +900,99 @@ class DecoderForTokenClassification(nn.Module):
   EXPECT_EQ(steps(*ffn, "activation").size(), 1u) << kinds(*ffn);
 }
 
+// A multimodal wrapper the checkpoint names builds its language model with
+// AutoModel, outside the file; the file's own causal LM holds the layers and
+// is analysed instead, and the inventory says why.
+TEST(SubChainForms, NamedWrapperWithoutLayersGivesWayToTheCausalLm) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+from ...models.auto import AutoModel
+
+class SelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.o(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.hidden_size)
+        self.attn = SelfAttention(config)
+        self.norm2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+class TextModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([Layer(config) for _ in range(config.num_hidden_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class TextForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = TextModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+
+class Projector(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.proj = nn.Linear(config.vision_size, config.hidden_size)
+
+    def forward(self, x):
+        return self.proj(x)
+
+class WrapperForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.vision_tower = AutoModel.from_config(config.vision_config)
+        self.language_model = AutoModel.from_config(config.text_config)
+        self.projector = Projector(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids, pixels):
+        image = self.projector(self.vision_tower(pixels))
+        return self.lm_head(self.language_model(ids, image))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"vision_size", 32}, {"vocab_size", 100}, {"num_hidden_layers", 2},
+                        {"architectures", {"WrapperForConditionalGeneration"}}});
+  ASSERT_TRUE(b->inv.structure.root);
+  EXPECT_EQ(b->inv.structure.root->class_name, "TextForCausalLM");
+  EXPECT_NE(b->inv.structure.blocks.node, nullptr);
+  bool told = false;
+  for (const std::string& n : b->inv.structure.notes)
+    told = told || n.find("WrapperForConditionalGeneration") != std::string::npos;
+  EXPECT_TRUE(told) << "the inventory does not say why the named class was passed over";
+  EXPECT_NE(chain(b->inv, "attention"), nullptr);
+}
+
 }  // namespace
 }  // namespace npufuse::model
