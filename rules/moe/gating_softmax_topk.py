@@ -52,7 +52,7 @@ RULE = {
         "router_logits": {"shape": ["T", "E"], "dtype": "act"},
         "top_k": {"dtype": "param", "value": 4},
     },
-    "sizes": {"T": 16, "E": 32},
+    "sizes": {"T": 16, "E": 256},
     "dtypes": ["float32", "bfloat16"],
     "near_misses": [
         {"file": "fixtures/gating_softmax_topk_nomatch_sigmoid.py",
@@ -116,6 +116,14 @@ def search_dim1(router_logits, top_k):
 def search_method(router_logits, top_k):
     probs = router_logits.float().softmax(dim=-1)
     weights, experts = probs.topk(top_k, dim=-1)
+    return weights, experts
+
+
+def search_unsorted(router_logits, top_k):
+    # the picks left unsorted (DeepSeek-V2's greedy router): the same k pairs; CPU top-k
+    # returns them in descending order when k * 64 <= E, as the sizes here make it
+    probs = router_logits.softmax(dim=-1, dtype=torch.float32)
+    weights, experts = torch.topk(probs, k=top_k, dim=-1, sorted=False)
     return weights, experts
 
 
