@@ -5,7 +5,9 @@ What it does
     weights and the chosen expert ids (Mixtral, Qwen2-MoE, Qwen3-MoE routers). It proposes
     one `torch_npu.npu_moe_gating_top_k_softmax(router_logits.float(), None, k=k)` call
     and keeps everything after it (the optional `norm_topk_prob` division, the cast back
-    to the activation dtype) in torch.
+    to the activation dtype) in torch. A top-k with `sorted=False` (DeepSeek-V2's greedy
+    router) is the same k pairs in an order torch leaves open; the operator returns them
+    in descending order.
 Why
     The softmax over all experts, the top-k selection and the index bookkeeping run as
     one kernel instead of three, and the ids come out as int32, which is what
@@ -77,7 +79,8 @@ RULE = {
     识别topk(softmax(router_logits, dim=-1), k)，其输出为路由权重和所选专家编号（Mixtral、
     Qwen2-MoE、Qwen3-MoE的路由器）。建议改为一次
     torch_npu.npu_moe_gating_top_k_softmax(router_logits.float(), None, k=k)调用，之后的
-    部分（可选的norm_topk_prob除法、转回激活数据类型）仍留在torch中。
+    部分（可选的norm_topk_prob除法、转回激活数据类型）仍留在torch中。sorted=False的top-k
+    （DeepSeek-V2的greedy路由）选出的是同样的k对，torch不保证其顺序；算子按降序返回。
 原因
     对全部专家的softmax、top-k选择和索引整理由三个内核合为一个，专家编号直接为int32，
     正是npu_moe_init_routing_v2和分发算子所需。路由器在每个MoE层对每个token都会执行，
