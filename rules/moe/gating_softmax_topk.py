@@ -5,7 +5,9 @@ What it does
     weights and the chosen expert ids (Mixtral, Qwen2-MoE, Qwen3-MoE routers). It proposes
     one `torch_npu.npu_moe_gating_top_k_softmax(router_logits.float(), None, k=k)` call
     and keeps everything after it (the optional `norm_topk_prob` division, the cast back
-    to the activation dtype) in torch.
+    to the activation dtype) in torch. A top-k with `sorted=False` (DeepSeek-V2's greedy
+    router) is the same k pairs in an order torch leaves open; the operator returns them
+    in descending order.
 Why
     The softmax over all experts, the top-k selection and the index bookkeeping run as
     one kernel instead of three, and the ids come out as int32, which is what
@@ -52,7 +54,7 @@ RULE = {
         "router_logits": {"shape": ["T", "E"], "dtype": "act"},
         "top_k": {"dtype": "param", "value": 4},
     },
-    "sizes": {"T": 16, "E": 32},
+    "sizes": {"T": 16, "E": 256},
     "dtypes": ["float32", "bfloat16"],
     "near_misses": [
         {"file": "fixtures/gating_softmax_topk_nomatch_sigmoid.py",
@@ -77,7 +79,8 @@ RULE = {
     识别topk(softmax(router_logits, dim=-1), k)，其输出为路由权重和所选专家编号（Mixtral、
     Qwen2-MoE、Qwen3-MoE的路由器）。建议改为一次
     torch_npu.npu_moe_gating_top_k_softmax(router_logits.float(), None, k=k)调用，之后的
-    部分（可选的norm_topk_prob除法、转回激活数据类型）仍留在torch中。
+    部分（可选的norm_topk_prob除法、转回激活数据类型）仍留在torch中。sorted=False的top-k
+    （DeepSeek-V2的greedy路由）选出的是同样的k对，torch不保证其顺序；算子按降序返回。
 原因
     对全部专家的softmax、top-k选择和索引整理由三个内核合为一个，专家编号直接为int32，
     正是npu_moe_init_routing_v2和分发算子所需。路由器在每个MoE层对每个token都会执行，
@@ -116,6 +119,14 @@ def search_dim1(router_logits, top_k):
 def search_method(router_logits, top_k):
     probs = router_logits.float().softmax(dim=-1)
     weights, experts = probs.topk(top_k, dim=-1)
+    return weights, experts
+
+
+def search_unsorted(router_logits, top_k):
+    # the picks left unsorted (DeepSeek-V2's greedy router): the same k pairs; CPU top-k
+    # returns them in descending order when k * 64 <= E, as the sizes here make it
+    probs = router_logits.softmax(dim=-1, dtype=torch.float32)
+    weights, experts = torch.topk(probs, k=top_k, dim=-1, sorted=False)
     return weights, experts
 
 
