@@ -157,15 +157,6 @@ def search_indexed(router_logits, correction_bias, top_k):
     return mix, chosen
 
 
-def search_indexed_unsorted(router_logits, correction_bias, top_k):
-    # the ids taken with [1] from an unsorted top-k, the divisor guarded by 1e-20
-    scores = torch.sigmoid(router_logits)
-    chosen = torch.topk(scores + correction_bias, k=top_k, dim=-1, sorted=False)[1]
-    mix = scores.gather(1, chosen)
-    mix = mix / (mix.sum(dim=-1, keepdim=True) + 1e-20)
-    return mix, chosen
-
-
 def replace(router_logits, correction_bias, top_k):
     mix, chosen, _ = torch_npu.npu_moe_gating_top_k(
         router_logits, k=top_k, bias=correction_bias.to(router_logits.dtype), k_group=1, group_count=1,
