@@ -20,7 +20,7 @@ def _rows(loaded):
             candidate = loaded.replace(**clone_inputs(inputs))
             for name, search in loaded.searches.items():
                 try:
-                    reference = in_replacement_layout(rule, search(**clone_inputs(inputs)))
+                    reference = in_replacement_layout(rule, search(**clone_inputs(inputs)), inputs)
                 except (AttributeError, TypeError) as err:  # API missing from this torch
                     yield f"{rule['id']:38} {name:28} {dtype_name:9} skipped: {err}"
                     continue
@@ -31,7 +31,7 @@ def _rows(loaded):
     if loaded.naives:
         dtype = check_dtype(rule)
         inputs = build_inputs(rule, dtype, seed=4321)
-        reference = in_replacement_layout(rule, next(iter(loaded.searches.values()))(**clone_inputs(inputs)))
+        reference = in_replacement_layout(rule, next(iter(loaded.searches.values()))(**clone_inputs(inputs)), inputs)
         for name, naive in loaded.naives.items():
             try:
                 result = compare_outputs(reference, naive(**clone_inputs(inputs)), rule.get("tolerance"))

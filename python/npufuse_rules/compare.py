@@ -148,7 +148,8 @@ def exact_outputs(rule, search, inputs):
     if not any(isinstance(v, torch.Tensor) and v.dtype in _LOW_PRECISION for v in inputs.values()):
         return None
     try:
-        return in_replacement_layout(rule, search(**upcast_inputs(inputs)))
+        upcast = upcast_inputs(inputs)
+        return in_replacement_layout(rule, search(**upcast), upcast)
     except Exception:  # a chain that insists on its dtype: compare with the tolerance alone
         return None
 
@@ -158,15 +159,43 @@ def deinterleave_last(t):
     return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
 
 
-def in_replacement_layout(rule, reference):
+def absorb_last(t, weight, head_axis):
+    """t's last axis (D wide, heads on head_axis) folded with the key half of an MLA up-projection.
+
+    weight is kv_b_proj's weight, [heads * (D + V), C] as nn.Linear keeps it, or already
+    per head, [heads, D (+ V), C]; its first D rows per head are W_UK. Each head's D-wide
+    vector becomes a C-wide one: out[..., n, ..., c] = sum_d t[..., n, ..., d] * W_UK[n, d, c],
+    computed in float32 and returned in t's dtype (the absorbed query of MLA).
+    """
+    axis = head_axis % t.dim()
+    heads, d = t.shape[axis], t.shape[-1]
+    w_uk = weight.reshape(heads, -1, weight.shape[-1])[:, :d].float()
+    moved = t.float().movedim(axis, -2)  # [..., heads, D]
+    out = torch.einsum("...nd,ndc->...nc", moved, w_uk)
+    return out.movedim(-2, axis).to(t.dtype)
+
+
+def in_replacement_layout(rule, reference, inputs=None):
     """The search's outputs in the layout the replacement keeps them in.
 
     RULE["deinterleaved_returns"] lists returned values (flattened positions) that
     the fused operator stores with the last axis de-interleaved; the reference is
-    reordered the same way before the comparison. Other outputs are unchanged.
+    reordered the same way before the comparison. RULE["absorbed_returns"] maps
+    positions to {"weight": input name, "head_axis": int}: the operator returns that
+    value already multiplied by W_UK (MLA's absorbed query), so the reference is folded
+    with the named input (absorb_last) before the comparison; inputs are the ones the
+    search ran on. Other outputs are unchanged.
     """
     positions = set(rule.get("deinterleaved_returns") or ())
-    if not positions:
+    absorbed = {int(k): v for k, v in (rule.get("absorbed_returns") or {}).items()}
+    if not positions and not absorbed:
         return reference
+    if absorbed and inputs is None:
+        raise ValueError(f"{rule.get('id')}: absorbed_returns needs the inputs the search ran on")
     outputs = flatten_outputs(reference)
-    return [deinterleave_last(t) if i in positions else t for i, t in enumerate(outputs)]
+    laid_out = []
+    for i, t in enumerate(outputs):
+        if i in absorbed:
+            t = absorb_last(t, inputs[absorbed[i]["weight"]], absorbed[i]["head_axis"])
+        laid_out.append(deinterleave_last(t) if i in positions else t)
+    return laid_out

@@ -387,7 +387,7 @@ def run(spec):
         exact = None
         if result["cut"].startswith("rule "):  # rule_sides
             exact = exact_outputs(rule, next(iter(loaded.searches.values())), clone_inputs(inputs))
-        comparisons = compare_outputs(in_replacement_layout(rule, reference), candidate, tolerance, exact)
+        comparisons = compare_outputs(in_replacement_layout(rule, reference, inputs), candidate, tolerance, exact)
         result["outputs"] = [{"index": c.index, "dtype": str(c.dtype).replace("torch.", ""), "max_abs": c.max_abs,
                               "max_rel": c.max_rel, "cosine": c.cosine, "ok": c.ok, "why": c.why}
                              for c in comparisons]

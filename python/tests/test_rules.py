@@ -198,7 +198,7 @@ class RuleChecks:
                     continue  # e.g. F.rms_norm needs torch 2.4; the matcher still uses it
                 with self.subTest(search=name, dtype=dtype_name):
                     ran += 1
-                    reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
+                    reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)), inputs)
                     exact = exact_outputs(self.rule, search, clone_inputs(inputs))
                     result = compare_outputs(reference, candidate, self.rule.get("tolerance"), exact)
                     self.assertTrue(all(c.ok for c in result),
@@ -221,7 +221,7 @@ class RuleChecks:
         search_name, search = next(iter(self.loaded.searches.items()))
         if search_name in rule.get("min_torch", {}) and not _torch_at_least(rule["min_torch"][search_name]):
             self.skipTest("the first search alternative needs a newer torch")
-        reference = in_replacement_layout(rule, search(**clone_inputs(inputs)))
+        reference = in_replacement_layout(rule, search(**clone_inputs(inputs)), inputs)
         result = compare_outputs(reference, replace(**clone_inputs(inputs)), rule.get("tolerance"))
         self.assertTrue(all(c.ok for c in result), f"{rule['id']} at B=1, S=16: {_describe(result)}")
 
@@ -231,7 +231,7 @@ class RuleChecks:
         search = next(iter(self.loaded.searches.values()))
         inputs = build_inputs(self.rule, check_dtype(self.rule), seed=4321)
         # a rejected mapping calls the same operator, so it is read in the replacement's layout
-        reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)))
+        reference = in_replacement_layout(self.rule, search(**clone_inputs(inputs)), inputs)
         for name, naive in self.loaded.naives.items():
             with self.subTest(naive=name):
                 try:

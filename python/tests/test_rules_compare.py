@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-from npufuse_rules import compare_outputs, exact_outputs, upcast_inputs  # noqa: E402
+from npufuse_rules import compare_outputs, exact_outputs, in_replacement_layout, upcast_inputs  # noqa: E402
 
 
 class CompareTest(unittest.TestCase):
@@ -69,6 +69,27 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(out.dtype, torch.float32)
         # float32 inputs: the chain already is its exact evaluation.
         self.assertIsNone(exact_outputs({}, lambda x, ids, eps: x[ids], {"x": x.float(), "ids": ids, "eps": 1e-6}))
+
+    def test_absorbed_returns_fold_the_listed_value_with_w_uk(self):
+        # q_pass [B, N, S, D]; kv_b_proj's weight [N * (D + V), C], its first D rows per head are W_UK
+        g = torch.Generator().manual_seed(3)
+        b, n, s, d, v, c = 2, 3, 1, 4, 5, 6
+        q_pass = torch.randn(b, n, s, d, generator=g)
+        w_kv_b = torch.randn(n * (d + v), c, generator=g)
+        other = torch.randn(b, s, c, generator=g)
+        rule = {"id": "demo", "absorbed_returns": {"0": {"weight": "w_kv_b", "head_axis": 1}}}
+        folded, same = in_replacement_layout(rule, (q_pass, other), {"w_kv_b": w_kv_b})
+        w_uk = w_kv_b.view(n, d + v, c)[:, :d]
+        expected = torch.stack([q_pass[:, h] @ w_uk[h] for h in range(n)], dim=1)
+        self.assertEqual(tuple(folded.shape), (b, n, s, c))
+        self.assertTrue(torch.allclose(folded, expected, atol=1e-5))
+        self.assertIs(same, other)
+        # the heads on another axis ([B, S, N, D]) give the same numbers in that layout
+        [bsnd] = in_replacement_layout({"absorbed_returns": {"0": {"weight": "w", "head_axis": 2}}},
+                                       q_pass.transpose(1, 2), {"w": w_kv_b})
+        self.assertTrue(torch.allclose(bsnd, expected.transpose(1, 2), atol=1e-5))
+        with self.assertRaises(ValueError):
+            in_replacement_layout(rule, (q_pass, other))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,18 @@ bool inference_dropout_off(const FunctionDataflow& g, int tv) {
   return negated && zero(op.inputs[1]);
 }
 
+// `x.view(shape)` with `shape` a tuple or list the function builds
+// (`query_shape = (b, s, -1, self.head_dim)`): its sizes, one argument each,
+// as `x.view(b, s, -1, self.head_dim)` has them.
+void spread_shape_tuple(const FunctionDataflow& g, const DataflowOp& op, OpArguments& args) {
+  if (op.cls != OpClass::View || (op.name != "view" && op.name != "reshape") || args.size() != 2) return;
+  if (args[1].key != positional_key(op.name, 1)) return;
+  const DataflowOp& shape = g.producer_of(args[1].value);
+  if (shape.cls != OpClass::Structure || (shape.name != "tuple" && shape.name != "list") || shape.inputs.size() < 2) return;
+  args.pop_back();
+  for (size_t i = 0; i < shape.inputs.size(); ++i) args.push_back({positional_key(op.name, i + 1), shape.inputs[i]});
+}
+
 }  // namespace
 
 bool has_labels(const DataflowOp& op) {
@@ -81,6 +93,7 @@ OpArguments compared_arguments(const FunctionDataflow& g, const DataflowOp& op, 
                                      (model_side && a.key == "dropout_p" && inference_dropout_off(g, a.value));
                             }),
              args.end());
+  spread_shape_tuple(g, op, args);
   return args;
 }
 

@@ -63,7 +63,7 @@ ordered_json show_json(const Rule& rule, const std::string& source) {
   for (const auto* fn : rule.lookalikes) lookalikes.push_back(function_json(rule, fn, false));
 
   ordered_json numeric = ordered_json::object();
-  for (const char* key : {"inputs", "sizes", "dtypes", "tolerance", "min_torch", "deinterleaved_returns"})
+  for (const char* key : {"inputs", "sizes", "dtypes", "tolerance", "min_torch", "deinterleaved_returns", "absorbed_returns"})
     if (rule.literal.contains(key)) numeric[key] = rule.literal[key];
 
   return ordered_json{

@@ -256,6 +256,22 @@ void read_apply(MetadataReader& r, const Field& f, Rule& rule) {
     }
 }
 
+// {"<position>": {"weight": input name, "head_axis": int}}: returned values the
+// operator gives already folded with W_UK (MLA's absorbed query). The position is
+// the returned value's flattened index, written as a str since dict keys are.
+void read_absorbed_returns(MetadataReader& r, const Field& f, Rule&) {
+  if (!r.is_dict(f, "absorbed_returns")) return;
+  for (const auto& e : r.entries(f)) {
+    std::string what = "absorbed_returns '" + e.name + "'";
+    if (e.name.empty() || e.name.size() > 4 || e.name.find_first_not_of("0123456789") != std::string::npos)
+      r.error(e.key, what + ": the key is a returned value's position, written as a str of digits (\"0\")");
+    auto rec = r.record(e.field, what, {"weight", "head_axis"}, {});
+    if (auto it = rec.find("weight"); it != rec.end()) r.is_str(it->second, what + " 'weight'");
+    if (auto it = rec.find("head_axis"); it != rec.end())
+      r.is_type(it->second, ordered_json::value_t::number_integer, "an int", what + " 'head_axis'");
+  }
+}
+
 // A dict whose values all have one shape: {name: {...}} or {name: "..."}.
 void require_dict_of(MetadataReader& r, const Field& f, const std::string& what, ordered_json::value_t type,
                      const char* type_name) {
@@ -300,6 +316,7 @@ const std::map<std::string, KeyReader>& key_readers() {
            if (r.is_type(e, V::number_integer, "an int", "deinterleaved_returns entry") && e.value.get<long long>() < 0)
              r.error(e.node, "deinterleaved_returns entry: a returned value's position, 0 or more");
        }},
+      {"absorbed_returns", read_absorbed_returns},
       {"near_misses", read_near_misses},
       {"doc_zh", [](MetadataReader& r, const Field& f, Rule&) { r.is_str(f, "doc_zh"); }},
       {"apply", read_apply},

@@ -105,6 +105,21 @@ void check_min_torch(const model::ModelFile& file, const ast::Dict* literal, con
       errors.at(file, rule_value(literal, "min_torch"), "RULE['min_torch'] names '" + name + "', which is not a search/naive function of this file");
 }
 
+// absorbed_returns names the input holding the key up-projection; a typo would
+// only show when the numeric check runs.
+void check_absorbed_returns(const model::ModelFile& file, const ast::Dict* literal, const Rule& rule, LoadErrors& errors) {
+  auto it = rule.literal.find("absorbed_returns");
+  if (it == rule.literal.end() || !it->is_object()) return;
+  auto inputs = rule.literal.find("inputs");
+  for (const auto& [position, spec] : it->items()) {
+    if (!spec.is_object() || !spec.contains("weight") || !spec["weight"].is_string()) continue;
+    std::string weight = spec["weight"].get<std::string>();
+    if (inputs == rule.literal.end() || !inputs->is_object() || !inputs->contains(weight))
+      errors.at(file, rule_value(literal, "absorbed_returns"),
+                "RULE['absorbed_returns'] '" + position + "' names weight '" + weight + "', which is not in RULE['inputs']");
+  }
+}
+
 // RULE["apply"] names locals and parameters of `replace`; a typo would
 // silently build nothing once.
 void check_apply(const model::ModelFile& file, const ast::Dict* literal, const Rule& rule, LoadErrors& errors) {
@@ -179,6 +194,7 @@ RuleSet RuleSet::load(const std::vector<RuleFile>& files, const std::string& dis
       if (literal) {
         check_near_misses(file, literal, rule, stem, all_paths, errors);
         check_min_torch(file, literal, rule, errors);
+        check_absorbed_returns(file, literal, rule, errors);
         check_apply(file, literal, rule, errors);
       }
     } catch (const std::exception& e) {

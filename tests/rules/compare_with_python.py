@@ -71,7 +71,7 @@ def expected(loaded):
         "hints": {"class_names": hints.get("class_names", []), "hub_kernels": hints.get("hub_kernels", [])},
         "near_misses": rule["near_misses"],
         "match": rule.get("match", {}),
-        "numeric_check": {k: rule[k] for k in ("inputs", "sizes", "dtypes", "tolerance", "min_torch", "deinterleaved_returns") if k in rule},
+        "numeric_check": {k: rule[k] for k in ("inputs", "sizes", "dtypes", "tolerance", "min_torch", "deinterleaved_returns", "absorbed_returns") if k in rule},
         "doc": {"en": sections(loaded.docstring, HEADINGS["en"]), "zh": sections(rule["doc_zh"], HEADINGS["zh"])},
         # The verifier runs these by name; the matcher compiles the same functions.
         "search": sorted(loaded.searches),

@@ -116,6 +116,20 @@ TEST(StrictLoading, DeinterleavedReturnsArePositions) {
   EXPECT_NE(error.find("deinterleaved_returns: expected a list"), std::string::npos) << error;
 }
 
+TEST(StrictLoading, AbsorbedReturnsNamePositionsAndAnInput) {
+  EXPECT_EQ(load_error(valid_rule("    \"absorbed_returns\": {\"0\": {\"weight\": \"b\", \"head_axis\": 1}},\n")), "");
+  std::string error = load_error(valid_rule("    \"absorbed_returns\": {\"q\": {\"weight\": \"b\", \"head_axis\": 1}},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:26: absorbed_returns 'q': the key is a returned value's position", 0), 0u) << error;
+  error = load_error(valid_rule("    \"absorbed_returns\": {\"0\": {\"weight\": \"b\", \"head_axis\": \"1\"}},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:60: absorbed_returns '0' 'head_axis': expected an int, got str", 0), 0u) << error;
+  error = load_error(valid_rule("    \"absorbed_returns\": {\"0\": {\"weight\": \"b\"}},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:31: absorbed_returns '0': missing 'head_axis'", 0), 0u) << error;
+  error = load_error(valid_rule("    \"absorbed_returns\": {\"0\": {\"weight\": \"w_uk\", \"head_axis\": 1}},\n"));
+  EXPECT_EQ(error.rfind("rules/demo/add.py:29:25: RULE['absorbed_returns'] '0' names weight 'w_uk', which is not in RULE['inputs']", 0), 0u) << error;
+  error = load_error(valid_rule("    \"absorbed_returns\": [0],\n"));
+  EXPECT_NE(error.find("absorbed_returns: expected a dict"), std::string::npos) << error;
+}
+
 TEST(StrictLoading, RejectSparesNameRules) {
   const std::string reject = "    \"rejects\": [{\"api\": \"npu_add\", \"en\": \"no\", \"zh\": \"不\", \"spares\": [\"demo.add\"]}],\n";
   RuleSet set = RuleSet::load({{"demo/add.py", valid_rule(reject)}}, "rules");
