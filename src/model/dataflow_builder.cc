@@ -1198,6 +1198,15 @@ class Builder {
       // self.act_fn = ACT2FN[config.hidden_act]: the activation it names.
       std::string op = suffix.empty() ? lookup_->callable_op(*cls_, attr) : std::string();
       if (op.empty()) return -1;
+      // HF's tanh-approximated GELUs (gelu_pytorch_tanh is F.gelu(x, approximate="tanh");
+      // gelu_new and gelu_fast spell the same tanh formula out) are that call.
+      if (op == "gelu_pytorch_tanh" || op == "gelu_new" || op == "gelu_fast") {
+        std::vector<int> tanh_ins = ins;
+        std::vector<std::string> tanh_labels = labels;
+        tanh_ins.push_back(emit_value("const", OpClass::Constant, {}, {"\"tanh\""}, c));
+        tanh_labels.push_back("approximate=");
+        return emit_value("gelu", OpClass::Compute, tanh_ins, tanh_labels, c);
+      }
       return emit_value(op, OpClass::Compute, ins, labels, c);
     }
     std::string path = self_path_ + "." + attr + suffix;

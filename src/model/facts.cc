@@ -119,6 +119,12 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
     else if (hidden && heads && hidden->is_number_integer() && heads->is_number_integer() && heads->get<long long>() > 0)
       *f = Fact{"head_dim", true, hidden->get<long long>() / heads->get<long long>(), "derived: hidden_size / num_attention_heads"};
   }
+  // A dense model's FFN width: intermediate_size, split per rank by --tp
+  // later. An MoE config leaves it unknown: its experts' width, and whether
+  // TP or EP splits them, differ from its dense layers'.
+  if (const json* inter = value("intermediate_size");
+      inter && inter->is_number_integer() && !value("expert_num") && !value("moe_intermediate_size"))
+    b.derived("ffn_width", *inter, "intermediate_size (a dense model: its one FFN width)");
   if (Fact* f = b.find("v_head_dim"); f && !f->known) {
     if (const json* hd = value("head_dim"); hd && !mla) *f = Fact{"v_head_dim", true, *hd, "derived: head_dim"};
   }

@@ -12,7 +12,7 @@ namespace {
 // whole model, a rank sees its share.
 const std::map<std::string, std::string>& per_rank_splits() {
   static const std::map<std::string, std::string> m = {
-      {"num_heads", "tp"}, {"num_kv_heads", "tp"}, {"expert_num", ""}};
+      {"num_heads", "tp"}, {"num_kv_heads", "tp"}, {"ffn_width", "tp"}, {"expert_num", ""}};
   return m;
 }
 
@@ -172,6 +172,7 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
   };
   per_rank("num_heads", "num_heads", tp, "--tp", false);
   per_rank("num_kv_heads", "num_kv_heads", tp, "--tp", true);
+  per_rank("ffn_width", "ffn_width", tp, "--tp", false);
   if (auto it = totals.find("expert_num"); it != totals.end()) facts.set("expert_num", it->second.first, it->second.second);
   per_rank("local_expert_num", "expert_num", ep, "--ep", false);
   return out;

@@ -127,6 +127,33 @@ TEST(InlinedDataflow, ActivationPickedFromATableBecomesItsOp) {
   }
 }
 
+// HF's tanh-approximated GELUs are F.gelu(x, approximate="tanh"): the op a
+// GeGLU rule's pattern spells, with the literal as its argument.
+TEST(InlinedDataflow, TanhGeluNamesBecomeGeluWithTheTanhApproximation) {
+  std::string text =
+      "from torch import nn\n"
+      "ACT2FN = {}\n"
+      "class Mlp(nn.Module):\n"
+      "    def __init__(self, config):\n"
+      "        super().__init__()\n"
+      "        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size)\n"
+      "        self.act = ACT2FN[config.hidden_act]\n"
+      "    def forward(self, x):\n"
+      "        return self.act(self.up(x))\n";
+  for (const char* name : {"gelu_pytorch_tanh", "gelu_new", "gelu_fast"}) {
+    SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+    ConfigSchema schema = ConfigSchema::discover(sources);
+    ModelConfig config = ModelConfig::from_json({{"hidden_size", 8}, {"hidden_act", name}}, "c.json");
+    Evaluator ev(sources, config, schema);
+    RoleTable roles = RoleTable::infer(sources, ev);
+    RoleTableSubmodules lookup(roles);
+    FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("Mlp"), lookup);
+    ASSERT_EQ(count(g, "gelu"), 1u) << name << "\n" << g.dump();
+    EXPECT_NE(g.dump().find("approximate="), std::string::npos) << name << "\n" << g.dump();
+    EXPECT_NE(g.dump().find("tanh"), std::string::npos) << name << "\n" << g.dump();
+  }
+}
+
 TEST(InlinedDataflow, AttributeBoundToATorchFunctionBecomesItsOp) {
   std::string text =
       "import torch\n"
