@@ -31,7 +31,8 @@ import tempfile
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # Rules that take the indexer's selection as their own input: the top-k is
 # part of what they compute, not a mask they replace.
-TAKES_TOPK = {"mla.sparse_flash_attention", "mla.kv_quant_sparse_flash_attention", "indexer.lightning_indexer_causal"}
+TAKES_TOPK = {"mla.sparse_flash_attention", "mla.kv_quant_sparse_flash_attention", "indexer.lightning_indexer_causal",
+              "indexer.lightning_indexer_head_matmul"}
 WINDOW_KEYS = ("sliding_window", "sliding_window_size", "attention_chunk_size")
 WINDOWED_MASK_CODE = ("create_sliding_window_causal_mask", "create_chunked_causal_mask", "sliding_window_causal")
 
