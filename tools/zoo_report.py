@@ -94,6 +94,9 @@ TREE_ROLES = {"attention": "attention_core", "attention_core": "attention_core",
               "rotary_embedding": "rope", "indexer": "indexer"}
 # Steps a fused attention core takes in: its cache read and the K/V head repeat.
 TAKEN_BY_CORE = {"cache_read", "repeat_kv"}
+# MLA prolog rules whose absorb prerequisite takes kv_b_proj apart: W_UK goes into
+# the prolog's query, W_UV is applied after the attention over the latent cache.
+ABSORBING_PROLOGS = ("mla.mla_prolog_hf@",)
 RANK = {"candidate": 0, "candidate_with_prerequisites": 0, "not_applicable": 1, "no_fused_op": 2}
 STATES = ["candidate", "not_applicable", "no_fused_op", "unaccounted"]
 
@@ -251,10 +254,13 @@ def account_model(name, inventory, plan):
                           for step in steps]
                 # The attention core's state, for the reads it takes in.
                 core = next((st for step, st in reversed(list(zip(steps, states))) if step["kind"] == "attention_core"), None)
+                prolog = next((st for st in states if st[2].startswith(ABSORBING_PROLOGS) and st[1] != "unaccounted"), None)
                 for step, (family, state, why) in zip(steps, states):
                     if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
                         # The fused attention reads the cache and the un-repeated K/V itself.
                         state, why = core[1], f"taken in by the attention core ({core[2]})"
+                    if step["kind"] == "kv_up" and state in ("unaccounted", "no_fused_op") and prolog:
+                        state, why = prolog[1], f"absorbed by the MLA prolog's prerequisite: W_UK folded into its query, W_UV after the attention ({prolog[2]})"
                     span = (step.get("spans") or [{}])[0]
                     where = f"{os.path.basename(span.get('file', '?'))}:{span.get('line', '?')}"
                     rows.append({"block": block.get("block_class", ""), "module": module["module"], "kind": step["kind"],
@@ -368,7 +374,10 @@ def markdown(report):
            "families a torch_npu operator covers whatever the quantisation: norms, RoPE, attention core, cache write, "
            "activation, MoE gate / permutation / experts / combine, shared expert, MLA prolog, indexer, linear attention "
            "(conv1d, gated delta rule); a step the code already runs as one kernel (`F.layer_norm`, a lone `F.gelu`), "
-           "or one no documented operator computes (a selective state-space scan), is accounted but not counted there.", "",
+           "or one no documented operator computes (a selective state-space scan), is accounted but not counted there. "
+           "A K/V cache read or `repeat_kv` that a fused attention takes in has the attention core's state, and MLA's "
+           "`kv_b_proj` (step kv_up) the state of an `mla.mla_prolog_hf` candidate in the same module, whose absorb "
+           "prerequisite folds W_UK into the prolog's query and applies W_UV after the attention.", "",
            "## Per variant", "",
            "| variant | flags | models decomposed | modules | candidate | not applicable | no fused op | unaccounted | accounted | candidates where an operator exists |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

@@ -80,6 +80,11 @@ def search_cube_product(x):
     return 0.5 * x * (1.0 + torch.tanh(inner))
 
 
+def search_factored(x):
+    # x * (1 + 0.044715 * x * x) for x + 0.044715 * x**3, the constant to eight places (Megatron, BLOOM)
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
 def lookalike_quick_gelu(x):
     # the sigmoid approximation of GELU
     return x * torch.sigmoid(1.702 * x)

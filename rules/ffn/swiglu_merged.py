@@ -87,5 +87,10 @@ def search_split(gate_up):
     return gate * torch.sigmoid(gate) * up
 
 
+def search_chunk_indexed(gate_up):
+    halves = gate_up.chunk(2, dim=-1)
+    return F.silu(halves[0]) * halves[1]
+
+
 def replace(gate_up):
     return torch_npu.npu_swiglu(gate_up, dim=-1)
