@@ -293,7 +293,26 @@ class InitDescriber {
   // (`GPTJ_ATTENTION_CLASSES[config._attn_implementation](config)`). A config
   // that does not set the attention implementation gets transformers'
   // reference path, the "eager" entry, whose code spells the computation out.
+  // A local name bound earlier in __init__ to a class, or to `A if cond else B`
+  // with cond decided by the config (`ffn_layer_class = MoE if num_experts > 1
+  // else MLP; self.feed_forward = ffn_layer_class(config)`): the local class.
+  const ClassDecl* class_held_by(const ast::expr* e, int depth = 0) {
+    if (depth > 8 || !e) return nullptr;
+    if (auto* n = ast::as<ast::Name>(e)) {
+      if (auto it = local_values_.find(std::string(n->id)); it != local_values_.end()) return class_held_by(it->second, depth + 1);
+      const ClassDecl* local = sources_.find_class(n->id);
+      return local && local->node->name == n->id ? local : nullptr;
+    }
+    if (auto* i = ast::as<ast::IfExp>(e)) {
+      std::optional<bool> t = ev_.truth(i->test, out_.scope);
+      return t ? class_held_by(*t ? i->body : i->orelse, depth + 1) : nullptr;
+    }
+    return nullptr;
+  }
+
   const ClassDecl* table_class(const ast::Call* c) {
+    if (forced_ && c == forced_call_) return forced_;
+    if (auto* n = ast::as<ast::Name>(c->func); n && local_values_.count(std::string(n->id))) return class_held_by(n);
     auto* s = ast::as<ast::Subscript>(c->func);
     if (!s) return nullptr;
     ConfigFieldReader reader = [this](std::string_view key) { return ev_.config().find(key); };
@@ -340,7 +359,10 @@ class InitDescriber {
       return;
     }
     std::string name;
-    if (!is_self_attr(target, &name)) return;
+    if (!is_self_attr(target, &name)) {
+      if (auto* n = ast::as<ast::Name>(target); n && value) local_values_[std::string(n->id)] = value;
+      return;
+    }
     // self.ffn = MLP(...) if dense else MoE(...): two alternatives, like an if statement.
     if (auto* i = ast::as<ast::IfExp>(value)) {
       auto* body = ast::as<ast::Call>(i->body);
@@ -352,6 +374,29 @@ class InitDescriber {
         assignment(target, i->body, s, join(test), active);
         assignment(target, i->orelse, s, join("not (" + test + ")"), active);
         return;
+      }
+    }
+    // The class held in a local picked by a condition the config does not
+    // decide (per layer): one alternative per arm, as for an if statement.
+    if (auto* c = ast::as<ast::Call>(value); c && !forced_) {
+      auto* n = ast::as<ast::Name>(c->func);
+      auto held = n ? local_values_.find(std::string(n->id)) : local_values_.end();
+      auto* i = held != local_values_.end() ? ast::as<ast::IfExp>(held->second) : nullptr;
+      if (i && !ev_.truth(i->test, out_.scope)) {
+        const ClassDecl* body = class_held_by(i->body);
+        const ClassDecl* orelse = class_held_by(i->orelse);
+        if (body && orelse) {
+          std::string test(file_->text_of(i->test));
+          auto join = [&](const std::string& cond) { return condition.empty() ? cond : condition + " and " + cond; };
+          forced_call_ = c;
+          forced_ = body;
+          assignment(target, value, s, join(test), active);
+          forced_ = orelse;
+          assignment(target, value, s, join("not (" + test + ")"), active);
+          forced_ = nullptr;
+          forced_call_ = nullptr;
+          return;
+        }
       }
     }
     Attribute a;
@@ -621,6 +666,9 @@ class InitDescriber {
   Evaluator& ev_;
   ClassInstance& out_;
   std::map<std::string, AppendLoop> appended_;
+  std::map<std::string, const ast::expr*> local_values_;  // `name = value` in __init__, for a class held in a local
+  const ClassDecl* forced_ = nullptr;                       // the arm being described of such a class pick
+  const ast::Call* forced_call_ = nullptr;
   const ClassDecl& owner_;  // the class whose __init__ runs
   const ModelFile* file_ = nullptr;
   int base_depth_;

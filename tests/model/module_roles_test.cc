@@ -165,6 +165,50 @@ TEST(ModuleRoles, AttentionInsideANormWrapperMakesALayer) {
   EXPECT_EQ(role_of(text, "Block"), ModuleRole::DecoderLayer);
 }
 
+// Jamba/Bamba pick the feed-forward's class into a local first
+// (`ffn_class = MoE if experts > 1 else MLP`) and build it from there: the
+// attribute is that class, one alternative per arm where the config does not
+// decide (experts per layer).
+TEST(ModuleRoles, FeedForwardClassHeldInALocal) {
+  std::string text = std::string(kHeader) +
+                     "class Attn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.qkv = nn.Linear(d, 3 * d)\n"
+                     "        self.out = nn.Linear(d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        q, k, v = self.qkv(x).chunk(3, dim=-1)\n"
+                     "        return self.out(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)\n"
+                     "class Ffn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.up = nn.Linear(d, 4 * d)\n"
+                     "        self.down = nn.Linear(4 * d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        return self.down(F.silu(self.up(x)))\n"
+                     "class Fixed(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        n = 1\n"
+                     "        ffn_class = Ffn if n == 1 else None\n"
+                     "        self.attn = Attn(d)\n"
+                     "        self.ffn = ffn_class(d)\n"
+                     "    def forward(self, x):\n"
+                     "        x = x + self.attn(x)\n"
+                     "        return x + self.ffn(x)\n"
+                     "class PerLayer(nn.Module):\n"
+                     "    def __init__(self, config, i):\n"
+                     "        super().__init__()\n"
+                     "        ffn_class = Ffn if config.dense[i] else Attn\n"
+                     "        self.attn = Attn(config.d)\n"
+                     "        self.ffn = ffn_class(config.d)\n"
+                     "    def forward(self, x):\n"
+                     "        x = x + self.attn(x)\n"
+                     "        return x + self.ffn(x)\n";
+  EXPECT_EQ(role_of(text, "Fixed"), ModuleRole::DecoderLayer);
+  EXPECT_EQ(role_of(text, "PerLayer"), ModuleRole::DecoderLayer);
+}
+
 TEST(ModuleRoles, NonModuleClassesAreNotModules) {
   std::string text = std::string(kHeader) +
                      "class Cache:\n"
