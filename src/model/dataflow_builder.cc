@@ -1138,6 +1138,22 @@ class Builder {
         arguments(c, ins, labels);
         return emit_value("call:" + id, OpClass::Call, ins, labels, c);
       }
+      // HF's apply_chunking_to_forward(self.ff_chunk, chunk_size, seq_dim, *tensors)
+      // runs the method over sequence chunks and concatenates: the same values
+      // as calling it on the whole tensors, which is what the graph shows.
+      if (id == "apply_chunking_to_forward" && lookup_ && c->args.size >= 4 && !sources_.find_function(id)) {
+        auto* method = ast::as<ast::Attribute>(c->args[0]);
+        auto* base = method ? ast::as<ast::Name>(method->value) : nullptr;
+        if (base && base->id == "self") {
+          std::vector<int> chunk_ins;
+          std::vector<std::string> chunk_labels;
+          for (size_t k = 3; k < c->args.size; ++k) {
+            chunk_ins.push_back(expr(c->args[k]));
+            chunk_labels.push_back("");
+          }
+          if (int v = submodule_call(std::string(method->attr), "", chunk_ins, chunk_labels, c); v >= 0) return v;
+        }
+      }
       arguments(c, ins, labels);
       if (const FunctionDecl* helper = sources_.find_function(id)) {
         if (lookup_ && can_inline(helper->node) && !training_only(id)) return inline_function(*helper->node, *helper->file, ins, labels, self_path_, cls_, c);

@@ -172,6 +172,10 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
       }
     if (const json* topk = value("index_topk"); topk && !topk->is_null())
       beyond.push_back("index_topk = " + topk->dump() + " (an indexer's top-k selection)");
+    // BERT-family configs say whether the stack runs as a decoder: as an
+    // encoder (is_decoder false) every token attends both ways.
+    if (const json* decoder = config.find("is_decoder"); decoder && decoder->is_boolean() && !decoder->get<bool>())
+      beyond.push_back("is_decoder = false (bidirectional attention: the mask is the padding mask of an encoder)");
     if (!beyond.empty()) {
       std::string all;
       for (const std::string& x : beyond) all += (all.empty() ? "" : "; ") + x;

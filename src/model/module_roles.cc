@@ -182,7 +182,41 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     evidence("wraps backbone " + join(inner));
     return decide(ModuleRole::Other);
   }
+  // BERT-style children of no role of their own: an output head (one linear,
+  // with a norm or dropout beside it: BertSelfOutput, BertOutput) and an
+  // up-projection with its activation (BertIntermediate).
+  std::vector<std::string> output_heads, activated_ups;
+  std::set<std::string> attention_names;
+  for (const Attribute& a : inst.attributes) {
+    if (a.kind != AttributeKind::Submodule) continue;
+    if (a.module.local && resolve(std::string(a.module.local->node->name)) == ModuleRole::Attention) attention_names.insert(a.name);
+    if (!a.module.local || std::string(a.module.local->node->name) == std::string(cls.node->name) ||
+        resolve(std::string(a.module.local->node->name)) != ModuleRole::Other)
+      continue;
+    const ClassInstance& sub = instances_.at(std::string(a.module.local->node->name));
+    size_t sub_linears = 0, sub_other = 0;
+    bool sub_activation = false;
+    for (const Attribute& g : sub.attributes) {
+      if (g.kind == AttributeKind::Callable) sub_activation = true;
+      if (g.kind != AttributeKind::Submodule) continue;
+      ModuleRole r = g.module.local ? resolve(std::string(g.module.local->node->name)) : known_module_role(g.module.qualified);
+      if (r == ModuleRole::Linear) ++sub_linears;
+      else if (r == ModuleRole::Activation) sub_activation = true;
+      else if (r != ModuleRole::LayerNorm && r != ModuleRole::RMSNorm && r != ModuleRole::Dropout) ++sub_other;
+    }
+    if (sub_linears != 1 || sub_other) continue;
+    (sub_activation ? activated_ups : output_heads).push_back(a.name);
+  }
   bool ffn_child = count(ModuleRole::Mlp) || count(ModuleRole::MoE);
+  // BERT's layer: the feed-forward split over an up-projection child with the
+  // activation and an output child with the down projection.
+  bool split_ffn = !ffn_child && !activated_ups.empty() && !output_heads.empty() &&
+                   (count(ModuleRole::Attention) || !attention_holders.empty());
+  if (split_ffn) {
+    evidence("attention " + join(count(ModuleRole::Attention) ? children[ModuleRole::Attention] : attention_holders) +
+             " and a feed-forward split over " + join(activated_ups) + " and " + join(output_heads));
+    return decide(ModuleRole::DecoderLayer);
+  }
   // OPT / XGLM / BART-decoder style: the feed-forward's linears (fc1, fc2)
   // and activation sit in the layer itself, beside the attention child.
   bool inline_ffn = !ffn_child && count(ModuleRole::Attention) && linears >= 2 && activation_op;
@@ -227,6 +261,13 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   // holding the implementation a table picks) is that attention.
   if (count(ModuleRole::Attention) == 1 && module_children == 1 && params.empty()) {
     evidence("wraps attention " + join(children[ModuleRole::Attention]));
+    return decide(ModuleRole::Attention);
+  }
+  // BERT's BertAttention: the attention (one attribute, whichever class the
+  // constructor picks) and its output projection with the norm in a child.
+  if (attention_names.size() == 1 && output_heads.size() == 1 && activated_ups.empty() && params.empty() &&
+      module_children == count(ModuleRole::Attention) + 1) {
+    evidence("attention " + *attention_names.begin() + " with its output projection and norm in " + output_heads.front());
     return decide(ModuleRole::Attention);
   }
   if (attention_op && (linears >= 2 || (linears >= 1 && count(ModuleRole::AttentionCore)))) {

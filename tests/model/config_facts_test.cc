@@ -179,5 +179,27 @@ TEST(ConfigFacts, AWindowTheCodeReadsUnderAnotherNameIsUnknown) {
   EXPECT_EQ(p.value, 0);
 }
 
+// A BERT-family config run as an encoder attends both ways: not causal-only.
+// One run as a decoder, or a config without the key, is.
+TEST(ConfigFacts, EncoderConfigIsNotCausalOnly) {
+  auto encoder = bind_facts(ModelConfig::from_json({{"hidden_size", 64}, {"is_decoder", false}}, "c.json"));
+  const Fact& beyond = fact(encoder, "mask_beyond_causal");
+  ASSERT_TRUE(beyond.known);
+  EXPECT_NE(beyond.value.get<std::string>().find("is_decoder = false"), std::string::npos) << beyond.value;
+  auto decoder = bind_facts(ModelConfig::from_json({{"hidden_size", 64}, {"is_decoder", true}}, "c.json"));
+  EXPECT_EQ(fact(decoder, "mask_beyond_causal").value, "none");
+  auto plain = bind_facts(ModelConfig::from_json({{"hidden_size", 64}}, "c.json"));
+  EXPECT_EQ(fact(plain, "mask_beyond_causal").value, "none");
+}
+
+// A dense model's FFN width is intermediate_size; an MoE config leaves it
+// unknown (its experts' width and split differ from the dense layers').
+TEST(ConfigFacts, FfnWidthOfADenseModelOnly) {
+  auto dense = bind_facts(ModelConfig::from_json({{"intermediate_size", 11008}}, "c.json"));
+  EXPECT_EQ(fact(dense, "ffn_width").value, 11008);
+  auto moe = bind_facts(ModelConfig::from_json({{"intermediate_size", 11008}, {"num_local_experts", 8}}, "c.json"));
+  for (const Fact& f : moe) EXPECT_NE(f.name, "ffn_width");
+}
+
 }  // namespace
 }  // namespace npufuse::model

@@ -994,5 +994,122 @@ class WrapperForConditionalGeneration(nn.Module):
   EXPECT_NE(chain(b->inv, "attention"), nullptr);
 }
 
+// BERT family, written from scratch: the attention's output projection and
+// norm sit in a child beside it, the feed-forward is split over an
+// up-projection child with the activation and an output child, and the layer
+// runs the feed-forward through HF's apply_chunking_to_forward.
+TEST(SubChainForms, EncoderLayerWithSplitFeedForwardAndChunkedCall) {
+  std::string text = R"(import torch
+from torch import nn
+from ...activations import ACT2FN
+from ...pytorch_utils import apply_chunking_to_forward
+
+class SelfAttn(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.h = config.num_attention_heads
+        self.d = config.hidden_size // config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, x, mask=None):
+        b, s, _ = x.shape
+        q = self.query(x).view(b, s, self.h, self.d).transpose(1, 2)
+        k = self.key(x).view(b, s, self.h, self.d).transpose(1, 2)
+        v = self.value(x).view(b, s, self.h, self.d).transpose(1, 2)
+        w = torch.matmul(q, k.transpose(-1, -2)) / self.d ** 0.5
+        if mask is not None:
+            w = w + mask
+        p = torch.softmax(w, dim=-1)
+        return torch.matmul(p, v).transpose(1, 2).reshape(b, s, -1)
+
+class SelfOut(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, h, residual):
+        return self.LayerNorm(self.dropout(self.dense(h)) + residual)
+
+class Attn(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self = SelfAttn(config)
+        self.output = SelfOut(config)
+
+    def forward(self, x, mask=None):
+        return self.output(self.self(x, mask), x)
+
+class Inter(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(self.dense(x))
+
+class Out(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, h, residual):
+        return self.LayerNorm(self.dropout(self.dense(h)) + residual)
+
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.chunk = config.chunk_size_feed_forward
+        self.attention = Attn(config)
+        self.intermediate = Inter(config)
+        self.output = Out(config)
+
+    def forward(self, x, mask=None):
+        a = self.attention(x, mask)
+        return apply_chunking_to_forward(self.ff_chunk, self.chunk, 1, a)
+
+    def ff_chunk(self, a):
+        return self.output(self.intermediate(a), a)
+
+class Encoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layer = nn.ModuleList([Layer(config) for _ in range(config.num_hidden_layers)])
+
+    def forward(self, ids, mask=None):
+        x = self.embed(ids)
+        for layer in self.layer:
+            x = layer(x, mask)
+        return x
+
+class EncoderForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Encoder(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def forward(self, ids, mask=None):
+        return self.lm_head(self.model(ids, mask))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"num_attention_heads", 4}, {"intermediate_size", 256}, {"vocab_size", 100},
+                        {"num_hidden_layers", 2}, {"hidden_act", "gelu"}, {"chunk_size_feed_forward", 0}});
+  ASSERT_NE(b->inv.structure.blocks.node, nullptr) << "the encoder layer list is not found";
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr) << "the attention with its output child is not an attention";
+  EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+  EXPECT_EQ(steps(*attn, "o_projection").size(), 1u) << kinds(*attn);
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr) << "the split feed-forward behind apply_chunking_to_forward is not found";
+  EXPECT_EQ(steps(*ffn, "activation").size(), 1u) << kinds(*ffn);
+  EXPECT_EQ(steps(*ffn, "down_projection").size(), 1u) << kinds(*ffn);
+}
+
 }  // namespace
 }  // namespace npufuse::model

@@ -15,7 +15,9 @@ the code, independently of npufuse:
   `sliding_window_size`, `attention_chunk_size`) that `use_sliding_window` does
   not switch off, where the modeling file builds a windowed mask;
 - a top-k selection from an indexer: `index_topk` in the config, for every
-  rule but the sparse ones that take the selection themselves.
+  rule but the sparse ones that take the selection themselves;
+- an encoder's two-way attention: `is_decoder` false in the config where the
+  modeling file builds a bidirectional mask (the BERT family).
 
 Run with the virtual environment's Python (it needs transformers).
 """
@@ -74,6 +76,8 @@ def not_causal_only(folder):
                 return f"{key} = {value} and the code builds a windowed mask"
     if config_get(cfg, "index_topk"):
         return "index_topk: attention masked by an indexer's top-k selection"
+    if cfg.get("is_decoder") is False and "create_bidirectional_mask" in code:
+        return "is_decoder = false: the code builds a bidirectional mask"
     return None
 
 
