@@ -208,6 +208,27 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     (sub_activation ? activated_ups : output_heads).push_back(a.name);
   }
   bool ffn_child = count(ModuleRole::Mlp) || count(ModuleRole::MoE);
+  // Mamba's block: a norm and a mixer in the attention's place that runs a
+  // convolution over the sequence (an nn.Conv1d child or F.conv1d), with no
+  // feed-forward of its own.
+  std::vector<std::string> conv_mixers;
+  for (const Attribute& a : inst.attributes) {
+    if (a.kind != AttributeKind::Submodule || !a.module.local) continue;
+    std::string child(a.module.local->node->name);
+    if (child == std::string(cls.node->name) || resolve(child) != ModuleRole::Attention) continue;
+    bool conv = censuses_.at(child).ops.count("conv1d") > 0;
+    for (const Attribute& g : instances_.at(child).attributes)
+      if (g.kind == AttributeKind::Submodule && !g.module.local && known_module_role(g.module.qualified) == ModuleRole::Other &&
+          g.module.qualified.size() >= 6 && g.module.qualified.compare(g.module.qualified.size() - 6, 6, "Conv1d") == 0)
+        conv = true;
+    if (conv) conv_mixers.push_back(a.name);
+  }
+  if (!ffn_child && !conv_mixers.empty() && count(ModuleRole::Attention) == conv_mixers.size() &&
+      (count(ModuleRole::RMSNorm) || count(ModuleRole::LayerNorm))) {
+    evidence("norm " + join(count(ModuleRole::RMSNorm) ? children[ModuleRole::RMSNorm] : children[ModuleRole::LayerNorm]) +
+             " and a convolution mixer " + join(conv_mixers) + ", no feed-forward");
+    return decide(ModuleRole::DecoderLayer);
+  }
   // BERT's layer: the feed-forward split over an up-projection child with the
   // activation and an output child with the down projection.
   bool split_ffn = !ffn_child && !activated_ups.empty() && !output_heads.empty() &&
@@ -268,6 +289,17 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   if (attention_names.size() == 1 && output_heads.size() == 1 && activated_ups.empty() && params.empty() &&
       module_children == count(ModuleRole::Attention) + 1) {
     evidence("attention " + *attention_names.begin() + " with its output projection and norm in " + output_heads.front());
+    return decide(ModuleRole::Attention);
+  }
+  // A linear-attention or state-space mixer (Mamba, gated delta rule): its
+  // projections and a convolution over the sequence, no softmax over scores.
+  bool conv_op = has(ops, "conv1d");
+  for (const Attribute& a : inst.attributes)
+    if (a.kind == AttributeKind::Submodule && !a.module.local && a.module.qualified.size() >= 6 &&
+        a.module.qualified.compare(a.module.qualified.size() - 6, 6, "Conv1d") == 0 && a.module.qualified.find("pytorch_utils") == std::string::npos)
+      conv_op = true;
+  if (conv_op && linears >= 2 && !has(ops, "softmax") && !has(ops, "sdpa")) {
+    evidence("projections " + join(children[ModuleRole::Linear]) + " and a convolution over the sequence (a mixer in the attention's place)");
     return decide(ModuleRole::Attention);
   }
   if (attention_op && (linears >= 2 || (linears >= 1 && count(ModuleRole::AttentionCore)))) {

@@ -209,6 +209,40 @@ TEST(ModuleRoles, FeedForwardClassHeldInALocal) {
   EXPECT_EQ(role_of(text, "PerLayer"), ModuleRole::DecoderLayer);
 }
 
+// Mamba's block is a norm and a mixer with no feed-forward: the mixer's
+// projections and its convolution over the sequence put it in the attention's
+// place (whatever else it looks up), and the block is a decoder layer.
+TEST(ModuleRoles, NormAndConvolutionMixerMakeALayer) {
+  std::string text = std::string(kHeader) +
+                     "class Mixer(nn.Module):\n"
+                     "    def __init__(self, d, inner, k):\n"
+                     "        super().__init__()\n"
+                     "        self.in_proj = nn.Linear(d, 2 * inner, bias=False)\n"
+                     "        self.conv1d = nn.Conv1d(inner, inner, kernel_size=k, groups=inner, padding=k - 1)\n"
+                     "        self.A_log = nn.Parameter(torch.zeros(inner, 16))\n"
+                     "        self.out_proj = nn.Linear(inner, d, bias=False)\n"
+                     "    def forward(self, x):\n"
+                     "        h, z = self.in_proj(x).chunk(2, dim=-1)\n"
+                     "        h = F.silu(self.conv1d(h.transpose(1, 2))[..., : x.shape[1]]).transpose(1, 2)\n"
+                     "        h = h * torch.exp(-torch.exp(self.A_log)).mean(-1)\n"
+                     "        return self.out_proj(h * F.silu(z))\n"
+                     "class Norm(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.weight = nn.Parameter(torch.ones(d))\n"
+                     "    def forward(self, x):\n"
+                     "        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)\n"
+                     "class Block(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.norm = Norm(d)\n"
+                     "        self.mixer = Mixer(d, 2 * d, 4)\n"
+                     "    def forward(self, x):\n"
+                     "        return x + self.mixer(self.norm(x))\n";
+  EXPECT_EQ(role_of(text, "Mixer"), ModuleRole::Attention);
+  EXPECT_EQ(role_of(text, "Block"), ModuleRole::DecoderLayer);
+}
+
 TEST(ModuleRoles, NonModuleClassesAreNotModules) {
   std::string text = std::string(kHeader) +
                      "class Cache:\n"
