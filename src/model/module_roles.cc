@@ -1,5 +1,6 @@
 #include "model/module_roles.h"
 
+#include "model/ast_walk.h"
 #include "model/op_names.h"
 
 #include <algorithm>
@@ -298,7 +299,15 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     if (a.kind == AttributeKind::Submodule && !a.module.local && a.module.qualified.size() >= 6 &&
         a.module.qualified.compare(a.module.qualified.size() - 6, 6, "Conv1d") == 0 && a.module.qualified.find("pytorch_utils") == std::string::npos)
       conv_op = true;
-  if (conv_op && linears >= 2 && !has(ops, "softmax") && !has(ops, "sdpa")) {
+  // A mixer returns one tensor: a module returning several values from its
+  // projections (ZAYA's convolutional q/k/v projection) is not one.
+  bool returns_tuple = false;
+  if (ops.forward)
+    walk(ops.forward, [&](const ast::Node* n) {
+      if (auto* r = ast::as<ast::Return>(n); r && ast::as<ast::Tuple>(r->value)) returns_tuple = true;
+      return !returns_tuple;
+    });
+  if (conv_op && linears >= 2 && !returns_tuple && !has(ops, "softmax") && !has(ops, "sdpa")) {
     evidence("projections " + join(children[ModuleRole::Linear]) + " and a convolution over the sequence (a mixer in the attention's place)");
     return decide(ModuleRole::Attention);
   }
