@@ -101,6 +101,20 @@ ModuleRole RoleTable::resolve(const std::string& name) {
   return r.role;
 }
 
+namespace {
+
+// An nn.Conv1d child (a convolution over the sequence). HF's Conv1D, a
+// projection, is a Linear and spelled with a capital D.
+bool holds_conv1d(const ClassInstance& inst) {
+  for (const Attribute& a : inst.attributes)
+    if (a.kind == AttributeKind::Submodule && !a.module.local && known_module_role(a.module.qualified) == ModuleRole::Other &&
+        a.module.qualified.size() >= 6 && a.module.qualified.compare(a.module.qualified.size() - 6, 6, "Conv1d") == 0)
+      return true;
+  return false;
+}
+
+}  // namespace
+
 ClassRole RoleTable::classify(const ClassDecl& cls) {
   const ClassInstance& inst = instances_.at(std::string(cls.node->name));
   const ForwardCensus& ops = censuses_.at(std::string(cls.node->name));
@@ -217,12 +231,7 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     if (a.kind != AttributeKind::Submodule || !a.module.local) continue;
     std::string child(a.module.local->node->name);
     if (child == std::string(cls.node->name) || resolve(child) != ModuleRole::Attention) continue;
-    bool conv = censuses_.at(child).ops.count("conv1d") > 0;
-    for (const Attribute& g : instances_.at(child).attributes)
-      if (g.kind == AttributeKind::Submodule && !g.module.local && known_module_role(g.module.qualified) == ModuleRole::Other &&
-          g.module.qualified.size() >= 6 && g.module.qualified.compare(g.module.qualified.size() - 6, 6, "Conv1d") == 0)
-        conv = true;
-    if (conv) conv_mixers.push_back(a.name);
+    if (censuses_.at(child).ops.count("conv1d") || holds_conv1d(instances_.at(child))) conv_mixers.push_back(a.name);
   }
   if (!ffn_child && !conv_mixers.empty() && count(ModuleRole::Attention) == conv_mixers.size() &&
       (count(ModuleRole::RMSNorm) || count(ModuleRole::LayerNorm))) {
@@ -294,11 +303,7 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   }
   // A linear-attention or state-space mixer (Mamba, gated delta rule): its
   // projections and a convolution over the sequence, no softmax over scores.
-  bool conv_op = has(ops, "conv1d");
-  for (const Attribute& a : inst.attributes)
-    if (a.kind == AttributeKind::Submodule && !a.module.local && a.module.qualified.size() >= 6 &&
-        a.module.qualified.compare(a.module.qualified.size() - 6, 6, "Conv1d") == 0 && a.module.qualified.find("pytorch_utils") == std::string::npos)
-      conv_op = true;
+  bool conv_op = has(ops, "conv1d") || holds_conv1d(inst);
   // A mixer returns one tensor: a module returning several values from its
   // projections (ZAYA's convolutional q/k/v projection) is not one.
   bool returns_tuple = false;
