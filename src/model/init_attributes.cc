@@ -78,6 +78,10 @@ class InitDescriber {
         // experts = []; for e in range(n): experts.append(Expert(...)):
         // the element a later nn.ModuleList(experts) holds.
         for (const ast::stmt* b : f->body) {
+          // layer_class = TYPES[config.layers_block_type[i]]: the class the
+          // loop's appended elements are built from.
+          if (auto* a = ast::as<ast::Assign>(b); a && a->targets.size == 1)
+            if (auto* n = ast::as<ast::Name>(a->targets[0])) local_values_.try_emplace(std::string(n->id), a->value);
           auto* e = ast::as<ast::Expr>(b);
           auto* c = e ? ast::as<ast::Call>(e->value) : nullptr;
           auto* fa = c ? ast::as<ast::Attribute>(c->func) : nullptr;
@@ -310,6 +314,76 @@ class InitDescriber {
     return nullptr;
   }
 
+  // The classes a constructor call may build where neither the code nor the
+  // config fixes one: a local held as `A if cond else B` with cond undecided,
+  // or a pick from a table of local classes by a key known only per instance
+  // (`ALL_DECODER_LAYER_TYPES[config.layers_block_type[i]]`,
+  // `MIXER_TYPES[self.block_type]`). Each with the condition it is built
+  // under. A config list the key indexes (`layers_block_type`) leaves out the
+  // entries it never names. Empty when the call builds one class or none.
+  std::vector<std::pair<const ClassDecl*, std::string>> class_choices(const ast::Call* c) {
+    std::vector<std::pair<const ClassDecl*, std::string>> out;
+    const ast::expr* picked = c->func;
+    if (auto* n = ast::as<ast::Name>(picked)) {
+      auto held = local_values_.find(std::string(n->id));
+      if (held == local_values_.end()) return out;
+      picked = held->second;
+    }
+    if (auto* i = ast::as<ast::IfExp>(picked)) {
+      if (ev_.truth(i->test, out_.scope)) return out;
+      const ClassDecl* body = class_held_by(i->body);
+      const ClassDecl* orelse = class_held_by(i->orelse);
+      if (!body || !orelse) return out;
+      std::string test(file_->text_of(i->test));
+      out.emplace_back(body, test);
+      out.emplace_back(orelse, "not (" + test + ")");
+      return out;
+    }
+    auto* s = ast::as<ast::Subscript>(picked);
+    auto* table_name = s ? ast::as<ast::Name>(s->value) : nullptr;
+    if (!table_name || table_class(c)) return out;
+    std::optional<DispatchTable> table = find_dispatch_table(sources_, table_name->id);
+    if (!table) return out;
+    std::set<std::string> named = config_list_values(s->slice);
+    std::string key(file_->text_of(s->slice));
+    for (const auto& [k, v] : table->entries) {
+      auto* cls = ast::as<ast::Name>(v);
+      const ClassDecl* local = cls ? sources_.find_class(cls->id) : nullptr;
+      if (!local || local->node->name != cls->id) return {};
+      if (!named.empty() && !named.count(k)) continue;
+      out.emplace_back(local, key + " == \"" + k + "\"");
+    }
+    if (out.size() < 2) out.clear();
+    return out;
+  }
+
+  // The strings of a config list a key reads one element of
+  // (`config.layers_block_type[i]`, through a local or `self.X` holding it);
+  // empty when the key reads none or the config lacks the list.
+  std::set<std::string> config_list_values(const ast::expr* key, int depth = 0) {
+    std::set<std::string> out;
+    if (!key || depth > 4) return out;
+    if (auto* n = ast::as<ast::Name>(key)) {
+      auto it = local_values_.find(std::string(n->id));
+      return it == local_values_.end() ? out : config_list_values(it->second, depth + 1);
+    }
+    std::string self_name;
+    if (is_self_attr(key, &self_name)) {
+      auto it = out_.scope.self_attrs.find(self_name);
+      return it == out_.scope.self_attrs.end() ? out : config_list_values(it->second, depth + 1);
+    }
+    auto* s = ast::as<ast::Subscript>(key);
+    auto* field = s ? ast::as<ast::Attribute>(s->value) : nullptr;
+    if (!field) return out;
+    std::string owner = dotted_name(field->value);
+    if (owner != "config" && owner != "self.config") return out;
+    const nlohmann::json* list = ev_.config().find(std::string(field->attr));
+    if (!list || !list->is_array()) return out;
+    for (const nlohmann::json& v : *list)
+      if (v.is_string()) out.insert(v.get<std::string>());
+    return out;
+  }
+
   const ClassDecl* table_class(const ast::Call* c) {
     if (forced_ && c == forced_call_) return forced_;
     if (auto* n = ast::as<ast::Name>(c->func); n && local_values_.count(std::string(n->id))) return class_held_by(n);
@@ -376,27 +450,24 @@ class InitDescriber {
         return;
       }
     }
-    // The class held in a local picked by a condition the config does not
-    // decide (per layer): one alternative per arm, as for an if statement.
+    // A class the config does not fix (per layer): a local held as a
+    // conditional pick, or a table entry chosen by a per-layer key. One
+    // alternative per class, as for an if statement; for a list of modules
+    // (`nn.ModuleList(decoder_layers)` filled in a loop), one list per class.
     if (auto* c = ast::as<ast::Call>(value); c && !forced_) {
-      auto* n = ast::as<ast::Name>(c->func);
-      auto held = n ? local_values_.find(std::string(n->id)) : local_values_.end();
-      auto* i = held != local_values_.end() ? ast::as<ast::IfExp>(held->second) : nullptr;
-      if (i && !ev_.truth(i->test, out_.scope)) {
-        const ClassDecl* body = class_held_by(i->body);
-        const ClassDecl* orelse = class_held_by(i->orelse);
-        if (body && orelse) {
-          std::string test(file_->text_of(i->test));
-          auto join = [&](const std::string& cond) { return condition.empty() ? cond : condition + " and " + cond; };
-          forced_call_ = c;
-          forced_ = body;
-          assignment(target, value, s, join(test), active);
-          forced_ = orelse;
-          assignment(target, value, s, join("not (" + test + ")"), active);
-          forced_ = nullptr;
-          forced_call_ = nullptr;
-          return;
+      const ast::Call* ctor = list_element_ctor(c);
+      if (!ctor && !is_container_ctor(c)) ctor = c;
+      auto choices = ctor ? class_choices(ctor) : std::vector<std::pair<const ClassDecl*, std::string>>{};
+      if (!choices.empty()) {
+        auto join = [&](const std::string& cond) { return condition.empty() ? cond : condition + " and " + cond; };
+        forced_call_ = ctor;
+        for (const auto& [cls, cond] : choices) {
+          forced_ = cls;
+          assignment(target, value, s, join(cond), active);
         }
+        forced_ = nullptr;
+        forced_call_ = nullptr;
+        return;
       }
     }
     Attribute a;
@@ -545,6 +616,20 @@ class InitDescriber {
     }
     std::string head = table.substr(0, table.find('.'));
     return file_->aliases.count(head) > 0;
+  }
+
+  bool is_container_ctor(const ast::Call* c) const {
+    std::string last = last_component(sources_.qualified_name(*file_, c->func));
+    return last == "ModuleList" || last == "Sequential" || last == "ModuleDict";
+  }
+
+  // The constructor call of the elements of `nn.ModuleList(name)` where
+  // `name` is a local list filled by `name.append(Cls(...))` in a loop.
+  const ast::Call* list_element_ctor(const ast::Call* c) {
+    if (!is_container_ctor(c) || c->args.size != 1) return nullptr;
+    auto* n = ast::as<ast::Name>(c->args[0]);
+    auto built = n ? appended_.find(std::string(n->id)) : appended_.end();
+    return built == appended_.end() ? nullptr : ast::as<ast::Call>(built->second.element);
   }
 
   void module_list(const ast::Call* c, Attribute& a) {

@@ -261,6 +261,17 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
              join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));
     return decide(ModuleRole::DecoderLayer);
   }
+  // LongCat-Flash's layer: two attention sublayers held in a short list
+  // (`self.self_attn[0]`, `self.self_attn[1]`), with a feed-forward child
+  // and norms (lists too) of its own. A model's body holding parallel lists
+  // of attentions and feed-forwards (XLM) has no feed-forward child.
+  if (list_elements.count(ModuleRole::Attention) && ffn_child && !count(ModuleRole::Embedding) &&
+      (list_elements.count(ModuleRole::RMSNorm) || list_elements.count(ModuleRole::LayerNorm) ||
+       count(ModuleRole::RMSNorm) || count(ModuleRole::LayerNorm))) {
+    evidence("attention sublayers " + join(list_elements[ModuleRole::Attention]) + " and feed-forward " +
+             join(count(ModuleRole::MoE) ? children[ModuleRole::MoE] : children[ModuleRole::Mlp]));
+    return decide(ModuleRole::DecoderLayer);
+  }
   // MoE: experts (a list of MLPs, or a stacked-experts module) with a router.
   bool expert_list = list_elements.count(ModuleRole::Mlp) > 0;
   bool router = count(ModuleRole::Router) > 0;
@@ -276,6 +287,13 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   }
   if (router && count(ModuleRole::Mlp)) {
     evidence("router " + join(children[ModuleRole::Router]) + " and experts " + join(children[ModuleRole::Mlp]));
+    return decide(ModuleRole::MoE);
+  }
+  // DBRX's FFN: the router child only scores (its linear); the module itself
+  // picks the experts with softmax and top-k and hands them to its experts child.
+  if (count(ModuleRole::Mlp) == 1 && module_children <= 3 && !count(ModuleRole::Attention) && has(ops, "topk") &&
+      (has(ops, "softmax") || has(ops, "sigmoid"))) {
+    evidence("experts " + join(children[ModuleRole::Mlp]) + " chosen by a softmax/sigmoid and top-k in its forward");
     return decide(ModuleRole::MoE);
   }
   if (has(ops, "topk") && (has(ops, "softmax") || has(ops, "sigmoid")) && module_children <= 1 && !expert_list &&
@@ -331,14 +349,22 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     return decide(ModuleRole::Mlp);
   }
   size_t stacked = 0;
-  for (const Attribute* p : params)
+  for (const Attribute* p : params) {
     if (rank_of(*p) == 3) ++stacked;
+    // DBRX keeps the experts' weights flattened to 2-D, [E * I, H], and
+    // views one expert's slice: the first axis counts experts times a width.
+    if (rank_of(*p) == 2)
+      for (const SizeValue& sz : p->sizes)
+        if (sz.label == "shape[0]" && sz.written.find("experts") != std::string::npos &&
+            sz.written.find('*') != std::string::npos)
+          ++stacked;
+  }
   // Stacked experts ([E, 2I, H] / [E, H, I]) are applied per expert with
   // matmul, einsum, bmm, grouped_mm or F.linear on one expert's slice.
   if (stacked >= 2 &&
       (has(ops, "matmul") || has(ops, "einsum") || has(ops, "grouped_mm") || has(ops, "bmm") || has(ops, "linear")) &&
       module_children == 0) {
-    evidence(fmt::format("{} stacked 3-D expert weights multiplied per expert", stacked));
+    evidence(fmt::format("{} stacked expert weights ([E, ...] or [E * I, H]) multiplied per expert", stacked));
     return decide(ModuleRole::Mlp);
   }
   if (module_children == 0 && !params.empty() && norm_math) {

@@ -290,6 +290,15 @@ ModelStructure build_structure(const SourceSet& sources, Evaluator& ev, const Ro
   const ModuleNode& root = *out.root;
   out.embedding.node = find_node(root, [](const ModuleNode& n) { return n.position == "embedding"; });
   out.blocks.node = find_node(root, [](const ModuleNode& n) { return n.role == ModuleRole::DecoderLayer && n.kind != AttributeKind::Submodule; });
+  if (const ModuleNode* blocks = out.blocks.node) {
+    const ModuleNode* parent = find_node(root, [&](const ModuleNode& n) {
+      return std::any_of(n.children.begin(), n.children.end(), [&](const ModuleNode& c) { return &c == blocks; });
+    });
+    if (parent)
+      for (const ModuleNode& c : parent->children)
+        if (&c != blocks && c.path == blocks->path && c.role == ModuleRole::DecoderLayer && c.class_name != blocks->class_name)
+          out.other_block_classes.push_back(&c);
+  }
   out.final_norm.node = find_node(root, [](const ModuleNode& n) { return n.position == "final norm"; });
   out.lm_head.node = find_node(root, [](const ModuleNode& n) { return n.position == "lm_head"; });
   if (!out.embedding.node) out.notes.push_back("no embedding module found");

@@ -40,6 +40,10 @@ struct ModelStructure {
   std::optional<ModuleNode> root;
   std::vector<std::string> other_roots;   // other top-level module classes
   PipelinePart embedding, blocks, final_norm, lm_head;
+  // The same list of layers built from other classes where a per-layer key
+  // picks each layer's class (`TYPES[config.layers_block_type[i]]`): Jamba's
+  // attention and Mamba layers. `blocks` is the first of them.
+  std::vector<const ModuleNode*> other_block_classes;
   std::vector<std::string> notes;        // what could not be found, said plainly
 };
 

@@ -441,16 +441,11 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
   return out;
 }
 
-}  // namespace
-
-std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTable& roles, const ModelStructure& structure,
-                                        const SubmoduleLookup& lookup, const std::vector<BranchCondition>& branches,
-                                        const CacheOrganisation& kv_cache) {
-  std::vector<BlockChains> out;
-  if (!structure.blocks.node) return out;
-  const ModuleNode& node = *structure.blocks.node;
+std::optional<BlockChains> block_subchains(const SourceSet& sources, const RoleTable& roles, const ModuleNode& node,
+                                           const SubmoduleLookup& lookup, const std::vector<BranchCondition>& branches,
+                                           const CacheOrganisation& kv_cache) {
   const ClassDecl* cls = sources.find_class(node.class_name);
-  if (!cls) return out;
+  if (!cls) return std::nullopt;
   BlockChains block;
   block.block_class = node.class_name;
   block.instance = node.path;
@@ -487,8 +482,23 @@ std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTabl
       }
     }
   }
-  out.push_back(std::move(block));
+  return block;
+}
+
+}  // namespace
+
+std::vector<BlockChains> find_subchains(const SourceSet& sources, const RoleTable& roles, const ModelStructure& structure,
+                                        const SubmoduleLookup& lookup, const std::vector<BranchCondition>& branches,
+                                        const CacheOrganisation& kv_cache) {
+  std::vector<BlockChains> out;
+  if (!structure.blocks.node) return out;
+  std::vector<const ModuleNode*> nodes{structure.blocks.node};
+  nodes.insert(nodes.end(), structure.other_block_classes.begin(), structure.other_block_classes.end());
+  for (const ModuleNode* n : nodes)
+    if (std::optional<BlockChains> block = block_subchains(sources, roles, *n, lookup, branches, kv_cache))
+      out.push_back(std::move(*block));
   return out;
 }
+
 
 }  // namespace npufuse::model

@@ -256,5 +256,61 @@ TEST(ModuleRoles, NonModuleClassesAreNotModules) {
   EXPECT_FALSE(roles.is_module("Cache"));
 }
 
+// LongCat-Flash's layer: two attention sublayers in a short list, a
+// feed-forward child and norms; DBRX's feed-forward: experts whose weights are
+// flattened to [E * I, H], chosen by the module's own softmax and top-k.
+TEST(ModuleRoles, AttentionListLayerAndFlattenedExperts) {
+  std::string text = std::string(kHeader) +
+                     "class Attn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.qkv = nn.Linear(d, 3 * d)\n"
+                     "        self.out = nn.Linear(d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        q, k, v = self.qkv(x).chunk(3, dim=-1)\n"
+                     "        return self.out(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)\n"
+                     "class Ffn(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.up = nn.Linear(d, 4 * d)\n"
+                     "        self.down = nn.Linear(4 * d, d)\n"
+                     "    def forward(self, x):\n"
+                     "        return self.down(F.silu(self.up(x)))\n"
+                     "class DualLayer(nn.Module):\n"
+                     "    def __init__(self, d):\n"
+                     "        super().__init__()\n"
+                     "        self.attn = nn.ModuleList([Attn(d) for _ in [0, 1]])\n"
+                     "        self.norms = nn.ModuleList([nn.LayerNorm(d) for _ in [0, 1]])\n"
+                     "        self.ffn = Ffn(d)\n"
+                     "    def forward(self, x):\n"
+                     "        x = x + self.attn[0](self.norms[0](x))\n"
+                     "        x = x + self.attn[1](self.norms[1](x))\n"
+                     "        return x + self.ffn(x)\n"
+                     "class FlatExperts(nn.Module):\n"
+                     "    def __init__(self, config):\n"
+                     "        super().__init__()\n"
+                     "        self.w1 = nn.Parameter(torch.empty(config.num_experts * config.ffn, config.d))\n"
+                     "        self.w2 = nn.Parameter(torch.empty(config.num_experts * config.ffn, config.d))\n"
+                     "    def forward(self, x, w1, w2):\n"
+                     "        return F.silu(x.matmul(w1.T)).matmul(w2)\n"
+                     "class Scores(nn.Module):\n"
+                     "    def __init__(self, config):\n"
+                     "        super().__init__()\n"
+                     "        self.layer = nn.Linear(config.d, config.num_experts, bias=False)\n"
+                     "    def forward(self, x):\n"
+                     "        return self.layer(x)\n"
+                     "class SparseFfn(nn.Module):\n"
+                     "    def __init__(self, config):\n"
+                     "        super().__init__()\n"
+                     "        self.router = Scores(config)\n"
+                     "        self.experts = FlatExperts(config)\n"
+                     "    def forward(self, x):\n"
+                     "        w, idx = torch.topk(torch.softmax(self.router(x), dim=-1), 2, dim=-1)\n"
+                     "        return self.experts(x, w, idx)\n";
+  EXPECT_EQ(role_of(text, "DualLayer"), ModuleRole::DecoderLayer);
+  EXPECT_EQ(role_of(text, "FlatExperts"), ModuleRole::Mlp);
+  EXPECT_EQ(role_of(text, "SparseFfn"), ModuleRole::MoE);
+}
+
 }  // namespace
 }  // namespace npufuse::model

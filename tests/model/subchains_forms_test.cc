@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "model/inventory.h"
 #include "model/module_roles.h"
@@ -1109,6 +1110,210 @@ class EncoderForCausalLM(nn.Module):
   ASSERT_NE(ffn, nullptr) << "the split feed-forward behind apply_chunking_to_forward is not found";
   EXPECT_EQ(steps(*ffn, "activation").size(), 1u) << kinds(*ffn);
   EXPECT_EQ(steps(*ffn, "down_projection").size(), 1u) << kinds(*ffn);
+}
+
+// A hybrid decoder whose layers are built from a table of classes by a
+// per-layer key (`TYPES[config.layer_kinds[i]]`): each class the config's
+// list names is a block of its own, with its own chains; a table entry the
+// list never names is not built.
+TEST(SubChainForms, LayerClassesPickedPerLayerFromATable) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Norm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+class SelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.o(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+class ShortConv(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        d = config.hidden_size
+        self.in_proj = nn.Linear(d, 2 * d, bias=False)
+        self.conv = nn.Conv1d(d, d, kernel_size=4, groups=d, padding=3)
+        self.out_proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        h, z = self.in_proj(x).chunk(2, dim=-1)
+        h = self.conv(h.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+        return self.out_proj(h * F.silu(z))
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.gate = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+class AttentionLayer(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.norm1 = Norm(config.hidden_size)
+        self.attn = SelfAttention(config)
+        self.norm2 = Norm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+class ConvLayer(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.norm1 = Norm(config.hidden_size)
+        self.mixer = ShortConv(config)
+        self.norm2 = Norm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.mixer(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+class UnusedLayer(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.norm1 = Norm(config.hidden_size)
+        self.attn = SelfAttention(config)
+        self.norm2 = Norm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+LAYER_TYPES = {"attention": AttentionLayer, "conv": ConvLayer, "spare": UnusedLayer}
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        layers = []
+        for i in range(config.num_hidden_layers):
+            layer_class = LAYER_TYPES[config.layer_kinds[i]]
+            layers.append(layer_class(config, layer_idx=i))
+        self.layers = nn.ModuleList(layers)
+        self.norm = Norm(config.hidden_size)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class ModelForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"vocab_size", 100}, {"num_hidden_layers", 3},
+                        {"layer_kinds", {"conv", "attention", "conv"}}});
+  ASSERT_NE(b->inv.structure.blocks.node, nullptr) << "the layer list is not found";
+  std::set<std::string> classes;
+  for (const BlockChains& block : b->inv.chains) classes.insert(block.block_class);
+  EXPECT_EQ(classes, (std::set<std::string>{"AttentionLayer", "ConvLayer"}));
+  for (const BlockChains& block : b->inv.chains) {
+    bool attention = false, conv = false;
+    for (const ModuleChain& m : block.modules)
+      for (const SubChainStep& s : m.steps) {
+        attention = attention || s.kind == "attention_core";
+        conv = conv || s.kind == "conv1d";
+      }
+    EXPECT_EQ(attention, block.block_class == "AttentionLayer") << block.block_class;
+    EXPECT_EQ(conv, block.block_class == "ConvLayer") << block.block_class;
+  }
+}
+
+// A block whose mixer is picked from a table by a per-layer key
+// (`MIXERS[self.kind](config)`) holds one alternative per class the config's
+// list names: an attention and a feed-forward in the mixer's place.
+TEST(SubChainForms, MixerClassPickedPerLayerFromATable) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+
+class SelfAttention(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.o(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+class Mlp(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(F.relu(self.up(x)) ** 2)
+
+MIXERS = {"attention": SelfAttention, "mlp": Mlp}
+
+class Block(nn.Module):
+    def __init__(self, config, layer_idx):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.hidden_size)
+        self.kind = config.block_kinds[layer_idx]
+        self.mixer = MIXERS[self.kind](config, layer_idx=layer_idx)
+
+    def forward(self, x):
+        return x + self.mixer(self.norm(x))
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([Block(config, i) for i in range(config.num_hidden_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class ModelForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"vocab_size", 100}, {"num_hidden_layers", 2},
+                        {"block_kinds", {"attention", "mlp"}}});
+  ASSERT_NE(b->inv.structure.blocks.node, nullptr) << "the block with a table-picked mixer is not a decoder layer";
+  EXPECT_EQ(b->inv.structure.blocks.node->class_name, "Block");
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr);
+  EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+  const ModuleChain* ffn = chain(b->inv, "ffn");
+  ASSERT_NE(ffn, nullptr) << "the feed-forward alternative of the mixer is not analysed";
 }
 
 }  // namespace
