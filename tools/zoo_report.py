@@ -194,6 +194,39 @@ def tree_modules(structure):
     return sorted(seen)
 
 
+# Roles of a decoder layer's children that the block decomposition makes a chain of.
+CHAIN_ROLES = {"attention": "attention_core", "attention_core": "attention_core", "mlp": "ffn_activation",
+               "moe": "moe_experts", "indexer": "indexer"}
+
+
+def unchained_modules(inventory):
+    """Rows for the attention, feed-forward, MoE and indexer modules an analysed decoder layer of the tree
+    holds but no chain of the decomposition names (a module the block analysis did not see): unaccounted."""
+    chained = {m.get("class", "") for block in inventory.get("chains", []) for m in block.get("modules", [])}
+    # Only the layers the decomposition analysed (a vision tower's layers are not the decoder's).
+    blocks = {block.get("block_class", "") for block in inventory.get("chains", [])}
+    rows, seen = [], set()
+
+    def walk(node, in_layer):
+        role = node.get("role", "")
+        cls = node.get("class", "")
+        if in_layer and cls in chained:
+            return
+        if in_layer and role in CHAIN_ROLES:
+            if cls not in seen:
+                seen.add(cls)
+                rows.append({"block": "", "module": cls, "kind": CHAIN_ROLES[role], "family": CHAIN_ROLES[role],
+                             "state": "unaccounted", "where": cls,
+                             "why": "in a decoder layer of the module tree, but no chain of the decomposition names it"})
+            return
+        for child in node.get("children", []):
+            walk(child, in_layer or (role == "decoder_layer" and cls in blocks))
+    root = (inventory.get("structure") or {}).get("root")
+    if root:
+        walk(root, False)
+    return rows
+
+
 # A residual add's plan reason that names no cause: the sum feeds an RMSNorm and no
 # rule says why it was not fused, or what reads the sum was not worked out.
 RESIDUAL_GAP = re.compile(r"no add\+RMSNorm rule matched here|joins the next RMSNorm .* where one follows it")
@@ -265,6 +298,7 @@ def account_model(name, inventory, plan):
                     where = f"{os.path.basename(span.get('file', '?'))}:{span.get('line', '?')}"
                     rows.append({"block": block.get("block_class", ""), "module": module["module"], "kind": step["kind"],
                                  "family": family, "state": state, "why": why, "where": where})
+        rows += unchained_modules(inventory)
         return rows, True
     for family, cls in tree_modules((inventory or {}).get("structure")):
         rows.append({"block": "", "module": cls, "kind": family, "family": family, "state": "unaccounted",

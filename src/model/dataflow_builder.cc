@@ -1250,7 +1250,7 @@ class Builder {
     static const std::map<std::string, std::string> layers = {
         {"Linear", "linear"},       {"Embedding", "embedding"}, {"LayerNorm", "layer_norm"}, {"RMSNorm", "rms_norm"},
         {"SiLU", "silu"},           {"GELU", "gelu"},           {"ReLU", "relu"},            {"Dropout", "dropout"},
-        {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"},
+        {"Tanh", "tanh"},           {"Sigmoid", "sigmoid"},     {"Softmax", "softmax"},
         // torch.nn.Conv1d: a convolution over the sequence (a linear-attention
         // or state-space mixer's depthwise causal conv1d), as F.conv1d.
         {"Conv1d", "conv1d"},
@@ -1273,6 +1273,15 @@ class Builder {
     if ((it->second == "linear" && linear_has_bias(ctor->call)) || it->second == "conv1d_linear") {
       args.push_back(parameter_read(path + ".bias", c));
       arg_labels.push_back("bias=");
+    }
+    // nn.Softmax(dim=-1): the axis its constructor fixed, as F.softmax's dim.
+    if (it->second == "softmax" && ctor->call && cls_ && cls_->file == file_) {
+      const ast::expr* dim = ctor->call->args.empty() ? nullptr : ctor->call->args[0];
+      for (const ast::keyword* kw : ctor->call->keywords)
+        if (ast::present(kw->arg) && std::string_view(kw->arg) == "dim") dim = kw->value;
+      if (!dim) return -1;
+      args.push_back(expr(dim));
+      arg_labels.push_back("dim=");
     }
     return emit_value(it->second, OpClass::Compute, args, arg_labels, c);
   }

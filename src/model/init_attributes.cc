@@ -610,8 +610,14 @@ class InitDescriber {
     if (const ConstantDecl* c = sources_.find_constant(table)) {
       auto* d = ast::as<ast::Dict>(c->value);
       if (!d) return false;
-      for (const ast::expr* v : d->values)
-        if (!ast::as<ast::Name>(v) && !ast::as<ast::Attribute>(v)) return false;
+      // nn.ReLU() beside the functions (OpenAI GPT's ACT_FNS): an activation
+      // module called like one.
+      for (const ast::expr* v : d->values) {
+        auto* call = ast::as<ast::Call>(v);
+        bool activation_module = call && call->args.empty() && call->keywords.empty() &&
+                                 known_module_role(sources_.qualified_name(*c->file, call->func)) == ModuleRole::Activation;
+        if (!ast::as<ast::Name>(v) && !ast::as<ast::Attribute>(v) && !activation_module) return false;
+      }
       return true;
     }
     std::string head = table.substr(0, table.find('.'));

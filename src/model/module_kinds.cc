@@ -41,6 +41,7 @@ const std::map<std::string, ModuleRole, std::less<>>& known_layers() {
       {"GeluAndMul", ModuleRole::Activation},
       {"Dropout", ModuleRole::Dropout},
       {"Conv1d", ModuleRole::Other},  // torch.nn.Conv1d: a mixer's depthwise causal convolution
+      {"Softmax", ModuleRole::Other},  // torch.nn.Softmax: an attention's softmax held as a module
       {"ModuleList", ModuleRole::Container},
       {"ModuleDict", ModuleRole::Container},
       {"Sequential", ModuleRole::Container},

@@ -166,7 +166,11 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
   size_t linears = count(ModuleRole::Linear);
   bool activation_op = has(ops, "silu") || has(ops, "gelu") || has(ops, "relu") || has(ops, "sigmoid") ||
                        has(ops, "tanh") || has_activation_attr || count(ModuleRole::Activation) > 0;
-  bool attention_op = has(ops, "softmax") || has(ops, "sdpa") || !ops.dispatch_tables.empty() ||
+  // An nn.Softmax child (CPM-Ant's `self.softmax(score)`) is the softmax op.
+  bool softmax_child = std::any_of(inst.attributes.begin(), inst.attributes.end(), [](const Attribute& a) {
+    return a.kind == AttributeKind::Submodule && !a.module.local && last_component(a.module.qualified) == "Softmax";
+  });
+  bool attention_op = has(ops, "softmax") || softmax_child || has(ops, "sdpa") || !ops.dispatch_tables.empty() ||
                       count(ModuleRole::AttentionCore) > 0;
   auto evidence = [&](std::string s) { out.evidence.push_back(std::move(s)); };
   auto decide = [&](ModuleRole r) {
@@ -335,7 +339,7 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     return decide(ModuleRole::Attention);
   }
   if (attention_op && (linears >= 2 || (linears >= 1 && count(ModuleRole::AttentionCore)))) {
-    std::string how = has(ops, "softmax") ? "softmax" : has(ops, "sdpa") ? "sdpa" : !ops.dispatch_tables.empty() ? "dispatch table " + *ops.dispatch_tables.begin() : "attention core child";
+    std::string how = has(ops, "softmax") ? "softmax" : softmax_child ? "an nn.Softmax child" : has(ops, "sdpa") ? "sdpa" : !ops.dispatch_tables.empty() ? "dispatch table " + *ops.dispatch_tables.begin() : "attention core child";
     evidence("projections " + join(children[ModuleRole::Linear]) + " and " + how);
     return decide(ModuleRole::Attention);
   }

@@ -1,6 +1,7 @@
 #include "model/module_tree.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <set>
 
@@ -289,7 +290,27 @@ ModelStructure build_structure(const SourceSet& sources, Evaluator& ev, const Ro
   }
   const ModuleNode& root = *out.root;
   out.embedding.node = find_node(root, [](const ModuleNode& n) { return n.position == "embedding"; });
-  out.blocks.node = find_node(root, [](const ModuleNode& n) { return n.role == ModuleRole::DecoderLayer && n.kind != AttributeKind::Submodule; });
+  // The decoder's layers: in a multimodal model, the language model's list,
+  // not a vision or audio tower's that comes first in the tree.
+  std::vector<const ModuleNode*> layer_lists;
+  std::function<void(const ModuleNode&)> collect = [&](const ModuleNode& n) {
+    if (n.role == ModuleRole::DecoderLayer && n.kind != AttributeKind::Submodule) {
+      layer_lists.push_back(&n);
+      return;
+    }
+    for (const ModuleNode& c : n.children) collect(c);
+  };
+  collect(root);
+  auto tower = [](const ModuleNode& n) {
+    std::string path = n.path;
+    std::transform(path.begin(), path.end(), path.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    for (const char* w : {"vision", "visual", "audio", "image", "speech", "video"})
+      if (path.find(w) != std::string::npos) return true;
+    return false;
+  };
+  for (const ModuleNode* n : layer_lists)
+    if (!out.blocks.node && !tower(*n)) out.blocks.node = n;
+  if (!out.blocks.node && !layer_lists.empty()) out.blocks.node = layer_lists.front();
   if (const ModuleNode* blocks = out.blocks.node) {
     const ModuleNode* parent = find_node(root, [&](const ModuleNode& n) {
       return std::any_of(n.children.begin(), n.children.end(), [&](const ModuleNode& c) { return &c == blocks; });

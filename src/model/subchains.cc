@@ -223,6 +223,21 @@ std::vector<ModuleChain> analyse_block(const BlockGraph& bg, const SourceSet& so
       top = top_scope(o.scope);
       ctor = top.empty() ? nullptr : lookup.find(cls, top.substr(5));
       role = role_of(roles, ctor);
+      // A child of no role that holds the attention with the norms around it
+      // (DBRX's norm_attn_norm, CPM-Ant's self_att): the attention inside is
+      // the module, one scope deeper.
+      if (ctor && ctor->local && role == ModuleRole::Other && o.scope.size() > top.size() + 1 &&
+          o.scope[top.size()] == '.') {
+        std::string inner = o.scope.substr(top.size() + 1);
+        inner = inner.substr(0, inner.find_first_of(".["));
+        const ModuleCtor* held = lookup.find(*ctor->local, inner);
+        ModuleRole held_role = role_of(roles, held);
+        if (held_role == ModuleRole::Attention || held_role == ModuleRole::AttentionCore) {
+          top += "." + inner;
+          ctor = held;
+          role = held_role;
+        }
+      }
     }
     bool chain_role = role == ModuleRole::Attention || role == ModuleRole::MoE || role == ModuleRole::Mlp ||
                       role == ModuleRole::AttentionCore || role == ModuleRole::Indexer;

@@ -1316,5 +1316,121 @@ class ModelForCausalLM(nn.Module):
   ASSERT_NE(ffn, nullptr) << "the feed-forward alternative of the mixer is not analysed";
 }
 
+// The attention held with its norm in a child of no role of its own
+// (CPM-Ant's self_att, DBRX's norm_attn_norm) is the layer's attention chain,
+// its softmax an nn.Softmax module; the vision tower's layer list that comes
+// first in a multimodal model is not the decoder's.
+TEST(SubChainForms, AttentionInsideANormHolderAndTheTextLayersOfAMultimodalModel) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+
+class Norm(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        d = config.hidden_size
+        self.project_q = nn.Linear(d, d, bias=False)
+        self.project_k = nn.Linear(d, d, bias=False)
+        self.project_v = nn.Linear(d, d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        q, k, v = self.project_q(x), self.project_k(x), self.project_v(x)
+        return self.out(self.softmax(q @ k.transpose(-1, -2)) @ v)
+
+class AttentionBlock(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.norm = Norm(config.hidden_size)
+        self.attention = Attention(config)
+
+    def forward(self, x):
+        return x + self.attention(self.norm(x))
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(F.gelu(self.up(x)))
+
+class TextLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.self_att = AttentionBlock(config)
+        self.norm = Norm(config.hidden_size)
+        self.ffn = Mlp(config)
+
+    def forward(self, x):
+        x = self.self_att(x)
+        return x + self.ffn(self.norm(x))
+
+class VisionLayer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(config.hidden_size)
+        self.attn = Attention(config)
+        self.norm2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+class VisionModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.patch = nn.Linear(48, config.hidden_size)
+        self.layers = nn.ModuleList([VisionLayer(config) for _ in range(2)])
+
+    def forward(self, pixels):
+        x = self.patch(pixels)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+class TextModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList([TextLayer(config) for _ in range(config.num_hidden_layers)])
+        self.norm = Norm(config.hidden_size)
+
+    def forward(self, ids, image):
+        x = self.embed(ids) + image
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class ForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.vision_model = VisionModel(config)
+        self.language_model = TextModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids, pixels):
+        return self.lm_head(self.language_model(ids, self.vision_model(pixels)))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"vocab_size", 100}, {"num_hidden_layers", 2}});
+  ASSERT_NE(b->inv.structure.blocks.node, nullptr);
+  EXPECT_EQ(b->inv.structure.blocks.node->class_name, "TextLayer");
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr) << "the attention inside the norm holder is not a chain";
+  EXPECT_EQ(attn->class_name, "Attention");
+  EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+}
+
 }  // namespace
 }  // namespace npufuse::model

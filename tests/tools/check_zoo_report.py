@@ -85,6 +85,19 @@ def main():
     check(t["modules"] == sum(t[s] for s in ("candidate", "not_applicable", "no_fused_op", "unaccounted")),
           f"totals do not add up: {t}")
     check("| default |" in md and "| tp8ep8 |" in md and "`mlp_only`" in md, "the Markdown lacks a variant row or the unaccounted list")
+    # A module an analysed layer holds that no chain names is an unaccounted row; one of a layer the
+    # decomposition did not analyse (a vision tower's) or inside a chained module is not.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import zoo_report
+    node = lambda cls, role, *children: {"class": cls, "role": role, "children": list(children)}
+    inventory = {"chains": [{"block_class": "Layer", "modules": [{"class": "Attn"}]}],
+                 "structure": {"root": node("Model", "causal_lm",
+                                            node("Layer", "decoder_layer", node("Attn", "attention", node("Inner", "mlp")),
+                                                 node("SharedMlp", "mlp"), node("Norm", "rms_norm")),
+                                            node("VisionLayer", "decoder_layer", node("VisionAttn", "attention")))}}
+    rows = zoo_report.unchained_modules(inventory)
+    check([(r["module"], r["state"]) for r in rows] == [("SharedMlp", "unaccounted")],
+          f"modules no chain names: {[(r['module'], r['state']) for r in rows]}")
     for f in failures:
         print("FAIL:", f)
     print(f"zoo report: {len(failures)} failures")
