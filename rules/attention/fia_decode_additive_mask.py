@@ -136,6 +136,16 @@ def search(query, key, value, attention_mask, scaling, n_rep):
     return torch.matmul(probs, value_states).transpose(1, 2)
 
 
+def search_mask_then_scale(query, key, value, attention_mask, scaling, n_rep):
+    # CodeGen: the mask added before the scale; a masked key stays at the dtype's minimum
+    # times the scale, still far below any score.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = (torch.matmul(query, key_states.transpose(2, 3)) + attention_mask) * scaling
+    probs = F.softmax(logits, dim=-1).to(value.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
 def search_sdpa(query, key, value, attention_mask, scaling, n_rep):
     k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
     v = torch.repeat_interleave(value, dim=1, repeats=n_rep)

@@ -170,6 +170,17 @@ def search_scaled_query(query, key, value, attention_mask, scaling, n_rep):
     return torch.matmul(probs, value_states).transpose(1, 2)
 
 
+def search_mask_then_scale(query, key, value, attention_mask, scaling, n_rep):
+    # CodeGen: the mask added before the scale, (QK^T + mask) * scale. HF masks hold 0 or
+    # the dtype's minimum, so scaling the masked scores keeps them masked: the same
+    # probabilities as QK^T * scale + mask.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = (torch.matmul(query, key_states.transpose(2, 3)) + attention_mask) * scaling
+    probs = F.softmax(logits, dim=-1).to(value.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
 def search_sdpa(query, key, value, attention_mask, scaling, n_rep):
     k = torch.repeat_interleave(key, dim=1, repeats=n_rep)
     v = torch.repeat_interleave(value, dim=1, repeats=n_rep)

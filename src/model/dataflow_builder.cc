@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -1162,6 +1163,21 @@ class Builder {
       if (sources_.find_class(id)) return emit_value("new:" + id, OpClass::Call, ins, labels, c);
       if (builtins().count(id)) return emit_value(id, OpClass::Compute, ins, labels, c);
       return function_op(sources_.qualified_name(*file_, func), ins, labels, c);
+    }
+    // A torch.nn layer built and called in one expression (`nn.Softmax(dim=-1)(x)`,
+    // CodeGen): the functional op on the call's arguments with the constructor's, where
+    // the layer's name is a spelling of one (`Softmax` is `softmax`).
+    if (auto* ctor = ast::as<ast::Call>(func)) {
+      std::string qualified = sources_.qualified_name(*file_, ctor->func);
+      if (qualified.rfind("torch.nn.", 0) == 0 && qualified.rfind("torch.nn.functional.", 0) != 0) {
+        CanonicalOp op = canonical_call(qualified);
+        std::string layer = qualified.substr(qualified.rfind('.') + 1);
+        if (op.name != layer && !op.name.empty() && std::islower(static_cast<unsigned char>(op.name[0]))) {
+          arguments(c, ins, labels);
+          arguments(ctor, ins, labels);
+          return function_op(qualified, ins, labels, c);
+        }
+      }
     }
     ins.push_back(expr(func));
     labels.push_back("callee=");
