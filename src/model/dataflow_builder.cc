@@ -1343,7 +1343,13 @@ class Builder {
     std::vector<const ast::arg*> positional;
     for (const ast::arg* p : a->posonlyargs) positional.push_back(p);
     for (const ast::arg* p : a->args) positional.push_back(p);
-    size_t first = (!positional.empty() && positional[0]->arg == "self") ? 1 : 0;
+    // A method's `self`, or a classmethod's `cls` (`self._merge_heads(x, n, d)` on a
+    // @classmethod binds x to its second parameter), is not among the arguments.
+    bool classmethod = std::any_of(fn.decorator_list.begin(), fn.decorator_list.end(), [](const ast::expr* d) {
+      auto* n = ast::as<ast::Name>(d);
+      return n && n->id == "classmethod";
+    });
+    size_t first = (!positional.empty() && (positional[0]->arg == "self" || classmethod)) ? 1 : 0;
     size_t pi = first;
     std::map<std::string, int> given;
     std::set<std::string> named;
