@@ -2,8 +2,9 @@
 
 What it does
     HF-style models run one attention function for prefill and decode: `repeat_kv`,
-    `softmax(Q Kᵀ * scale + attention_mask) V` (or SDPA with `attn_mask`), the mask an
-    additive tensor built outside the layer. In a decode step the query has one token
+    `softmax(Q Kᵀ * scale + attention_mask) V` (or SDPA with `attn_mask`; the mask added
+    before the scale, CodeGen; the scores as `baddbmm` over zeros, older GPT-NeoX), the
+    mask an additive tensor built outside the layer. In a decode step the query has one token
     and the mask only blanks each sequence's padded tail. This rule names that decode
     form of the same chain: one `torch_npu.npu_fused_infer_attention_score(q, k, v,
     num_heads=N, num_key_value_heads=KVN, input_layout='BNSD', scale=scale,
@@ -96,8 +97,8 @@ RULE = {
 
 功能
     HF写法的模型在预填充和解码中运行同一个注意力函数：repeat_kv，然后
-    softmax(Q Kᵀ * scale + attention_mask) V（或带attn_mask的SDPA），掩码是层外构造的加性
-    张量。解码步中查询只有一个token，掩码只屏蔽每条序列填充的尾部。本规则给出同一条链的解码
+    softmax(Q Kᵀ * scale + attention_mask) V（或带attn_mask的SDPA；CodeGen在缩放之前加掩码；较早的GPT-NeoX
+    用对零张量的baddbmm求分数），掩码是层外构造的加性张量。解码步中查询只有一个token，掩码只屏蔽每条序列填充的尾部。本规则给出同一条链的解码
     形式：在未重复的缓存上调用一次torch_npu.npu_fused_infer_attention_score(q, k, v,
     num_heads=N, num_key_value_heads=KVN, input_layout='BNSD', scale=scale,
     actual_seq_lengths_kv=kv_len)[0]，用每条序列的有效长度代替掩码。
@@ -133,6 +134,31 @@ def search(query, key, value, attention_mask, scaling, n_rep):
     value_states = torch.repeat_interleave(value, n_rep, dim=1)
     logits = torch.matmul(query, key_states.transpose(2, 3)) * scaling + attention_mask
     probs = F.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
+def search_mask_then_scale(query, key, value, attention_mask, scaling, n_rep):
+    # CodeGen: the mask added before the scale; a masked key stays at the dtype's minimum
+    # times the scale, still far below any score.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = (torch.matmul(query, key_states.transpose(2, 3)) + attention_mask) * scaling
+    probs = F.softmax(logits, dim=-1).to(value.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
+def search_zeros_baddbmm(query, key, value, attention_mask, scaling, n_rep):
+    # GPT-NeoX (older HF form): the scaled scores as baddbmm over a zero tensor, beta 1.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    bsz, heads, q_len, head_dim = query.shape
+    kv_len = key_states.shape[2]
+    q = query.view(bsz * heads, q_len, head_dim)
+    k = key_states.view(bsz * heads, kv_len, head_dim)
+    scores = torch.zeros(bsz * heads, q_len, kv_len, dtype=q.dtype, device=k.device)
+    scores = torch.baddbmm(scores, q, k.transpose(1, 2), beta=1.0, alpha=scaling)
+    scores = scores.view(bsz, heads, q_len, -1) + attention_mask
+    probs = F.softmax(scores, dim=-1).to(value.dtype)
     return torch.matmul(probs, value_states).transpose(1, 2)
 
 

@@ -5,7 +5,10 @@ What it does
     `softmax(Q Kᵀ * scale + causal_mask) V` (HF eager attention), or
     `F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)`, or the
     flash-attention dispatch that wraps them. The scale may be folded into the query
-    before the score matmul (`(q * scale) @ kᵀ`, Gemma style), and an SDPA dropout
+    before the score matmul (`(q * scale) @ kᵀ`, Gemma style), the mask may join the
+    raw scores before the scale (`(q @ kᵀ + mask) / sqrt(d)`, CodeGen: HF masks hold 0 or
+    the dtype's minimum, which stays masked once scaled), the scores may come from
+    `baddbmm` over a zero tensor with alpha = scale (older GPT-NeoX), and an SDPA dropout
     that is 0.0 outside training passes. It proposes one
     `torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N,
     num_key_value_heads=KVN, input_layout='BNSD', scale=scale,
@@ -117,7 +120,9 @@ RULE = {
     识别预填充中的注意力核心：GQA时可选的repeat_kv，然后softmax(Q Kᵀ * scale + causal_mask) V
     （HF eager注意力），或F.scaled_dot_product_attention(..., is_causal=True / attn_mask=...)，
     或包装它们的flash-attention分发。缩放也可以在分数矩阵乘之前乘到查询上（Gemma写法
-    (q * scale) @ kᵀ），仅在训练时生效的SDPA dropout（推理时为0.0）不妨碍匹配。建议在未重复的K/V上调用一次
+    (q * scale) @ kᵀ），掩码也可以在缩放之前加到原始分数上（CodeGen写法(q @ kᵀ + mask) / sqrt(d)：
+    HF掩码取0或dtype最小值，缩放后仍是屏蔽），分数也可以由对零张量的baddbmm得到、alpha即缩放
+    （较早的GPT-NeoX写法），仅在训练时生效的SDPA dropout（推理时为0.0）不妨碍匹配。建议在未重复的K/V上调用一次
     torch_npu.npu_fused_infer_attention_score(q, k, v, num_heads=N, num_key_value_heads=KVN,
     input_layout='BNSD', scale=scale, atten_mask=mask_2048, sparse_mode=3)[0]。
 原因
@@ -167,6 +172,32 @@ def search_scaled_query(query, key, value, attention_mask, scaling, n_rep):
     value_states = torch.repeat_interleave(value, n_rep, dim=1)
     logits = torch.matmul(query * scaling, key_states.transpose(2, 3)) + attention_mask
     probs = F.softmax(logits.float(), dim=-1).type_as(query)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
+def search_mask_then_scale(query, key, value, attention_mask, scaling, n_rep):
+    # CodeGen: the mask added before the scale, (QK^T + mask) * scale. HF masks hold 0 or
+    # the dtype's minimum, so scaling the masked scores keeps them masked: the same
+    # probabilities as QK^T * scale + mask.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    logits = (torch.matmul(query, key_states.transpose(2, 3)) + attention_mask) * scaling
+    probs = F.softmax(logits, dim=-1).to(value.dtype)
+    return torch.matmul(probs, value_states).transpose(1, 2)
+
+
+def search_zeros_baddbmm(query, key, value, attention_mask, scaling, n_rep):
+    # GPT-NeoX (older HF form): the scaled scores as baddbmm over a zero tensor, beta 1.
+    key_states = torch.repeat_interleave(key, n_rep, dim=1)
+    value_states = torch.repeat_interleave(value, n_rep, dim=1)
+    bsz, heads, q_len, head_dim = query.shape
+    kv_len = key_states.shape[2]
+    q = query.view(bsz * heads, q_len, head_dim)
+    k = key_states.view(bsz * heads, kv_len, head_dim)
+    scores = torch.zeros(bsz * heads, q_len, kv_len, dtype=q.dtype, device=k.device)
+    scores = torch.baddbmm(scores, q, k.transpose(1, 2), beta=1.0, alpha=scaling)
+    scores = scores.view(bsz, heads, q_len, -1) + attention_mask
+    probs = F.softmax(scores, dim=-1).to(value.dtype)
     return torch.matmul(probs, value_states).transpose(1, 2)
 
 

@@ -19,7 +19,9 @@ Use instead
     return torch_npu.npu_rotary_mul(xq, cos, sin, rotary_mode='interleave')
 Fix safety
     Needs prerequisites: the cos/sin tables replace `freqs_cis`; build them once with the
-    cache (rope.rope_cos_sin_precompute) rather than per call. The eager chain computes
+    cache (rope.rope_cos_sin_precompute) rather than per call. A table kept with a unit
+    axis ((S, 1, D/2), Llama 4's vision encoder, viewed to (1, S, 1, D/2) by a helper) is
+    squeezed to (S, D/2) before the tables are built. The eager chain computes
     in float32 and rounds once; the fused op with cos/sin in the activation dtype rounds
     the table too (bf16: about one step). `npu_interleave_rope` (D = 64) returns the
     de-interleaved order and is not an element-for-element replacement here.
@@ -89,6 +91,8 @@ RULE = {
     不要每次调用都计算。eager链在float32中计算、只舍入一次；融合算子使用激活类型的cos/sin，
     表本身也被舍入（bf16约一个最小单位）。npu_interleave_rope（D = 64）输出为解交错顺序，
     在此不能逐元素替换。
+    带单位轴的表（(S, 1, D/2)，Llama 4视觉编码器的写法，由辅助函数视图为(1, S, 1, D/2)）须先压缩为
+    (S, D/2)再构建cos/sin表。
 参考
     catalog/rope/npu_rotary_mul.toml；pitfalls.md 4.2、4.3。
 """,
@@ -99,6 +103,19 @@ def search(xq, xk, freqs_cis):
     q_pairs = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
     k_pairs = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
     table = freqs_cis.view(1, q_pairs.shape[1], 1, q_pairs.shape[-1])
+    q_out = torch.view_as_real(q_pairs * table).flatten(3)
+    k_out = torch.view_as_real(k_pairs * table).flatten(3)
+    return q_out.type_as(xq), k_out.type_as(xk)
+
+
+def search_list_shape(xq, xk, freqs_cis):
+    # Llama 4's vision encoder: the table viewed to a shape built by a list comprehension
+    # (1 everywhere but the sequence and the last axis).
+    q_pairs = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    k_pairs = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    ndim = q_pairs.ndim
+    shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(q_pairs.shape)]
+    table = freqs_cis.view(*shape)
     q_out = torch.view_as_real(q_pairs * table).flatten(3)
     k_out = torch.view_as_real(k_pairs * table).flatten(3)
     return q_out.type_as(xq), k_out.type_as(xk)

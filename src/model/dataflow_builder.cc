@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -1163,6 +1164,21 @@ class Builder {
       if (builtins().count(id)) return emit_value(id, OpClass::Compute, ins, labels, c);
       return function_op(sources_.qualified_name(*file_, func), ins, labels, c);
     }
+    // A torch.nn layer built and called in one expression (`nn.Softmax(dim=-1)(x)`,
+    // CodeGen): the functional op on the call's arguments with the constructor's, where
+    // the layer's name is a spelling of one (`Softmax` is `softmax`).
+    if (auto* ctor = ast::as<ast::Call>(func)) {
+      std::string qualified = sources_.qualified_name(*file_, ctor->func);
+      if (qualified.rfind("torch.nn.", 0) == 0 && qualified.rfind("torch.nn.functional.", 0) != 0) {
+        CanonicalOp op = canonical_call(qualified);
+        std::string layer = qualified.substr(qualified.rfind('.') + 1);
+        if (op.name != layer && !op.name.empty() && std::islower(static_cast<unsigned char>(op.name[0]))) {
+          arguments(c, ins, labels);
+          arguments(ctor, ins, labels);
+          return function_op(qualified, ins, labels, c);
+        }
+      }
+    }
     ins.push_back(expr(func));
     labels.push_back("callee=");
     arguments(c, ins, labels);
@@ -1336,7 +1352,13 @@ class Builder {
     std::vector<const ast::arg*> positional;
     for (const ast::arg* p : a->posonlyargs) positional.push_back(p);
     for (const ast::arg* p : a->args) positional.push_back(p);
-    size_t first = (!positional.empty() && positional[0]->arg == "self") ? 1 : 0;
+    // A method's `self`, or a classmethod's `cls` (`self._merge_heads(x, n, d)` on a
+    // @classmethod binds x to its second parameter), is not among the arguments.
+    bool classmethod = std::any_of(fn.decorator_list.begin(), fn.decorator_list.end(), [](const ast::expr* d) {
+      auto* n = ast::as<ast::Name>(d);
+      return n && n->id == "classmethod";
+    });
+    size_t first = (!positional.empty() && (positional[0]->arg == "self" || classmethod)) ? 1 : 0;
     size_t pi = first;
     std::map<std::string, int> given;
     std::set<std::string> named;

@@ -42,6 +42,20 @@ TEST_F(DataflowTest, FourSpellingsOfSquareAreOnePowOp) {
 
 // `square` has no exponent argument: the builder supplies the 2, so a rule
 // written with `pow(2)` meets a model written with `square()` and back.
+// `nn.Softmax(dim=-1)(x)` (CodeGen): a layer built and called in one expression is
+// the functional op on the call's input with the constructor's arguments; a layer
+// with weights built that way stays an opaque call.
+TEST_F(DataflowTest, LayerBuiltAndCalledInOneExpressionIsItsFunctionalOp) {
+  build("    a = torch.nn.Softmax(dim=-1)(x)\n    b = torch.nn.Linear(4, 4)(x)\n    return a, b\n");
+  ASSERT_EQ(graph_.returns.size(), 2u);
+  const DataflowOp& soft = returned(0);
+  EXPECT_EQ(soft.name, "softmax") << graph_.dump();
+  ASSERT_EQ(soft.inputs.size(), 2u) << graph_.dump();
+  EXPECT_EQ(graph_.producer_of(soft.inputs[0]).cls, OpClass::Input);
+  EXPECT_EQ(soft.attrs.at(1), "dim=");
+  EXPECT_EQ(returned(1).name, "call:?") << graph_.dump();
+}
+
 TEST_F(DataflowTest, SquareSpellingsReadTheExponentTwo) {
   build("    a = x.square()\n    b = torch.square(x)\n    c = x.pow(2)\n    d = x ** 2\n    return a, b, c, d\n");
   ASSERT_EQ(graph_.returns.size(), 4u);

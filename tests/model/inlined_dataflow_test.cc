@@ -187,6 +187,33 @@ TEST(InlinedDataflow, AttributeBoundToATorchFunctionBecomesItsOp) {
     if (a.name == "dtype") EXPECT_NE(a.kind, AttributeKind::Callable);
 }
 
+// A @classmethod called through self binds its arguments after `cls`
+// (GPT-NeoX-Japanese's `self._merge_heads(out, heads, size)`).
+TEST(InlinedDataflow, ClassmethodCalledThroughSelfBindsAfterCls) {
+  std::string text =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Merge(nn.Module):\n"
+      "    @classmethod\n"
+      "    def _merge(cls, tensor, heads):\n"
+      "        return tensor.permute(0, 2, 1, 3).reshape(tensor.size(0), tensor.size(2), heads * tensor.size(3))\n"
+      "    def forward(self, x):\n"
+      "        return self._merge(torch.relu(x), 4)\n";
+  SourceSet sources = SourceSet::from_texts({{"m.py", text}});
+  ConfigSchema schema = ConfigSchema::discover(sources);
+  ModelConfig config;
+  Evaluator ev(sources, config, schema);
+  RoleTable roles = RoleTable::infer(sources, ev);
+  RoleTableSubmodules lookup(roles);
+  FunctionDataflow g = build_inlined_forward(sources, *sources.find_class("Merge"), lookup);
+  const DataflowOp* permute = nullptr;
+  for (const DataflowOp& op : g.ops)
+    if (op.name == "permute") permute = &op;
+  ASSERT_NE(permute, nullptr) << g.dump();
+  // The permuted tensor is relu(x), not the head count.
+  EXPECT_EQ(g.producer_of(permute->inputs.at(0)).name, "relu") << g.dump();
+}
+
 TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
   std::string text =
       "from torch import nn\n"
