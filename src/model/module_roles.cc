@@ -317,10 +317,16 @@ ClassRole RoleTable::classify(const ClassDecl& cls) {
     return decide(ModuleRole::Attention);
   }
   // BERT's BertAttention: the attention (one attribute, whichever class the
-  // constructor picks) and its output projection with the norm in a child.
+  // constructor picks) and its output projection with the norm in a child;
+  // a pre-norm variant (RoBERTa-PreLayerNorm, XLM-RoBERTa-XL) holds the norm
+  // it applies before the attention beside them.
+  size_t own_norms = count(ModuleRole::LayerNorm) + count(ModuleRole::RMSNorm);
   if (attention_names.size() == 1 && output_heads.size() == 1 && activated_ups.empty() && params.empty() &&
-      module_children == count(ModuleRole::Attention) + 1) {
-    evidence("attention " + *attention_names.begin() + " with its output projection and norm in " + output_heads.front());
+      own_norms <= 1 && module_children == count(ModuleRole::Attention) + 1 + own_norms) {
+    evidence("attention " + *attention_names.begin() + " with its output projection and norm in " + output_heads.front() +
+             (own_norms ? " and an input norm " +
+                              join(count(ModuleRole::LayerNorm) ? children[ModuleRole::LayerNorm] : children[ModuleRole::RMSNorm])
+                        : std::string()));
     return decide(ModuleRole::Attention);
   }
   // A linear-attention or state-space mixer (Mamba, gated delta rule): its

@@ -38,7 +38,12 @@ bool is_matmul(const DataflowOp& o) { return o.name == "matmul" || o.name == "ei
 bool is_linear(const DataflowOp& o) { return o.name == "linear" || o.name == "conv1d_linear"; }
 
 bool is_activation(const DataflowOp& o) {
-  static const std::set<std::string> acts = {"silu", "gelu", "relu", "gelu_tanh", "tanh", "sigmoid", "swiglu", "quick_gelu"};
+  // The element-wise activations, with the names an ACT2FN pick is emitted
+  // under (BitNet's ACT2FN["relu2"] is relu2).
+  static const std::set<std::string> acts = {"silu",     "gelu",  "relu",        "gelu_tanh",     "tanh",
+                                             "sigmoid",  "swiglu", "quick_gelu", "relu2",         "relu6",
+                                             "mish",     "swish", "gelu_python", "gelu_accurate", "gelu_10",
+                                             "leaky_relu", "laplace", "xielu"};
   return acts.count(o.name) || o.name.rfind("activation", 0) == 0;
 }
 bool is_norm_anchor(const DataflowOp& o) {

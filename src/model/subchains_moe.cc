@@ -331,12 +331,20 @@ void find_ffn_steps(const BlockGraph& bg, const std::string& scope, const std::v
   OpSet down_set = set_of(n, down);
   OpSet before_down = bg.upstream(down_set);
   OpSet after_gate_up = bg.downstream(set_of(n, gate_up));
+  // A norm between the product and the down projection (BitNet's
+  // ffn_sub_norm: `x * rsqrt(...)`, `weight * x`) is not the activation: its
+  // multiplies, downstream of the norm's rsqrt, stay out of the step. (A norm
+  // before the projections, inside the MLP module, is upstream of all of it.)
+  std::vector<int> anchors;
+  for (int id : ops)
+    if (is_norm_anchor(bg.op(id)) && after_act[static_cast<size_t>(id)]) anchors.push_back(id);
+  OpSet after_norm = bg.downstream(set_of(n, anchors));
   bool merged = false;
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
     size_t i = static_cast<size_t>(id);
     if (act_set[i] || !after_gate_up[i] || !before_down[i]) continue;
-    if (o.name == "mul") act_step.push_back(id);
+    if (o.name == "mul" && !after_norm[i]) act_step.push_back(id);
     if (o.name == "chunk" || o.name == "split" || (o.cls == OpClass::Slice && after_gate_up[i])) merged = merged || projs.size() == 2;
   }
   std::string gate_detail = gate_keys + (merged ? " (merged gate_up, split before the activation)" : "");

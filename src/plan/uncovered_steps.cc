@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "plan/candidate_builder.h"
 
@@ -55,20 +56,93 @@ const model::FunctionDataflow* block_graph(const std::deque<model::FunctionDataf
   return nullptr;
 }
 
-// An activation step that is one element-wise op (F.gelu, an ACT2FN pick):
-// nothing to fuse, so no new-operator requirement. Its name, or "".
-std::string single_activation(const model::SubChainStep& step, const model::FunctionDataflow* g) {
+// An activation step whose ops are element-wise activations and nothing
+// else (F.gelu, an ACT2FN pick; the same line inlined once per branch arm,
+// GPT-NeoX's parallel and sequential residual), none reading another's output:
+// each already runs as one kernel and no product joins them, so there is
+// nothing to fuse and no new-operator requirement. Their names ("gelu";
+// "silu and sigmoid"), or "".
+bool activation_op(const std::string& name) {
+  static const std::set<std::string> acts = {"silu",  "gelu",    "relu",        "gelu_tanh",     "tanh",   "sigmoid",
+                                             "quick_gelu", "relu2", "relu6", "mish", "swish", "gelu_python",
+                                             "gelu_accurate", "gelu_10", "leaky_relu", "laplace", "xielu"};
+  return acts.count(name) || name.rfind("activation", 0) == 0;
+}
+
+// An activation step that is one squared-ReLU or xIELU op and nothing else
+// (a plain MLP's ACT2FN["relu2"] / ["xielu"]): its name, or "".
+std::string composite_activation(const model::SubChainStep& step, const model::FunctionDataflow* g) {
   if (step.kind != "activation" || !g) return "";
+  std::set<std::tuple<const void*, uint32_t, uint32_t, int, std::string>> sources;
   std::string name;
-  int compute = 0;
   for (int id : step.ops) {
+    if (id < 0 || static_cast<size_t>(id) >= g->ops.size()) return "";
     const model::DataflowOp& o = g->ops[static_cast<size_t>(id)];
-    if (o.cls == model::OpClass::Compute || o.cls == model::OpClass::Call || o.cls == model::OpClass::Module) {
-      ++compute;
-      name = o.name;
-    }
+    if (o.cls != model::OpClass::Compute && o.cls != model::OpClass::Call && o.cls != model::OpClass::Module) continue;
+    if (!sources.insert({o.file, o.begin, o.end, o.begin == o.end ? o.line : 0, o.name}).second) continue;
+    if ((o.name != "relu2" && o.name != "xielu") || !name.empty()) return "";
+    name = o.name;
   }
-  return compute == 1 ? name : "";
+  return name;
+}
+
+// A gated unit `act(gate) * up` whose activation is a ReLU variant other
+// than ReLU itself (BitNet's squared ReLU, ReLU6, leaky ReLU): the
+// activation's name, or "". The gated operators documented in torch_npu take
+// silu (npu_swiglu, npu_clipped_swiglu), GELU (npu_gelu_mul) or, in
+// npu_ffn's geglu/swiglu/reglu modes, GELU, silu and plain ReLU.
+std::string relu_gated_unit(const model::SubChainStep& step, const model::FunctionDataflow* g) {
+  static const std::set<std::string> relus = {"relu2", "relu6", "leaky_relu"};
+  if (step.kind != "activation" || !g) return "";
+  std::string act;
+  bool product = false;
+  for (int id : step.ops) {
+    if (id < 0 || static_cast<size_t>(id) >= g->ops.size()) return "";
+    const model::DataflowOp& o = g->ops[static_cast<size_t>(id)];
+    if (o.cls != model::OpClass::Compute && o.cls != model::OpClass::Call && o.cls != model::OpClass::Module) continue;
+    if (o.name == "mul") {
+      product = true;
+      continue;
+    }
+    if (!relus.count(o.name) || (!act.empty() && act != o.name)) return "";
+    act = o.name;
+  }
+  return product ? act : "";
+}
+
+std::string lone_activations(const model::SubChainStep& step, const model::FunctionDataflow* g) {
+  if (step.kind != "activation" || !g) return "";
+  std::vector<const model::DataflowOp*> compute;
+  std::set<std::tuple<const void*, uint32_t, uint32_t, int, std::string>> sources;
+  std::set<int> outputs;
+  for (int id : step.ops) {
+    if (id < 0 || static_cast<size_t>(id) >= g->ops.size()) return "";
+    const model::DataflowOp& o = g->ops[static_cast<size_t>(id)];
+    if (o.cls != model::OpClass::Compute && o.cls != model::OpClass::Call && o.cls != model::OpClass::Module) continue;
+    if (!sources.insert({o.file, o.begin, o.end, o.begin == o.end ? o.line : 0, o.name}).second) continue;
+    compute.push_back(&o);
+    outputs.insert(o.outputs.begin(), o.outputs.end());
+  }
+  if (compute.empty()) return "";
+  // ACT2FN picks that are several torch kernels (HF's relu2 is relu then a
+  // square; xIELU, the Python GELU formulas, the clipped GELU) are not "one
+  // kernel"; the caller says what they are where it can.
+  static const std::set<std::string> several_kernels = {"relu2", "xielu", "gelu_python", "gelu_accurate", "gelu_10",
+                                                        "laplace"};
+  for (const model::DataflowOp* o : compute)
+    if (several_kernels.count(o->name)) return "";
+  if (compute.size() == 1) return compute.front()->name;
+  std::vector<std::string> names;
+  for (const model::DataflowOp* o : compute) {
+    if (!activation_op(o->name)) return "";
+    for (int v : o->inputs)
+      if (outputs.count(v)) return "";
+    if (std::find(names.begin(), names.end(), o->name) == names.end()) names.push_back(o->name);
+  }
+  if (names.size() == 1) return names.front();
+  std::string last = names.back();
+  names.pop_back();
+  return fmt::format("{} and {}", fmt::join(names, ", "), last);
 }
 
 // Coverage is by lines; a helper both halves call (a `linear(x, w, bias)`
@@ -334,9 +408,29 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
                                          "decay per value head (g as [T, Nv])");
           continue;
         }
-        if (std::string single = single_activation(step, block_graph(graphs, block.block_class)); !single.empty()) {
-          out.dismissed.push_back(fmt::format("{}: no new operator needed: one element-wise {} already runs as one kernel",
-                                              what, single));
+        if (std::string acts = lone_activations(step, block_graph(graphs, block.block_class)); !acts.empty()) {
+          bool several = acts.find(" and ") != std::string::npos;
+          out.dismissed.push_back(
+              several ? fmt::format("{}: no new operator needed: the element-wise {} each already run as one kernel, and "
+                                    "no product joins them into a gated unit",
+                                    what, acts)
+                      : fmt::format("{}: no new operator needed: one element-wise {} already runs as one kernel", what, acts));
+          continue;
+        }
+        if (std::string act = composite_activation(step, block_graph(graphs, block.block_class)); !act.empty()) {
+          out.dismissed.push_back(fmt::format(
+              "{}: no fused operator: no documented torch_npu operator computes {}; npu_ffn's activations are relu, "
+              "gelu, fastgelu, silu and the gated geglu, swiglu and reglu, so it stays in torch",
+              what, act == "relu2" ? "the squared ReLU (relu2: relu, then a square)" : "the xIELU activation"));
+          continue;
+        }
+        if (std::string relu = relu_gated_unit(step, block_graph(graphs, block.block_class)); !relu.empty()) {
+          out.dismissed.push_back(fmt::format(
+              "{}: no fused operator: no documented torch_npu operator computes a {}-gated unit ({}(gate) * up): "
+              "npu_swiglu and npu_clipped_swiglu gate with silu, npu_gelu_mul with GELU, and npu_ffn's gated "
+              "activations are geglu, swiglu and reglu (plain ReLU); the activation and the product stay two "
+              "element-wise kernels",
+              what, relu, relu));
           continue;
         }
         if (const NearMissSite* fused = already_fused(step, near_misses, functions)) {
