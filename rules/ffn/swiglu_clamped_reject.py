@@ -43,7 +43,7 @@ RULE = {
     "stages": ["prefill", "decode"],
     "safety": "safe",
     "prerequisites": [],
-    "checks": ["npu_clipped_swiglu:*", "npu_swiglu:not_clamped_variant"],
+    "checks": ["npu_clipped_swiglu:*"],
     "facts": {"activation": "silu", "ffn_gated": True, "glu_order": "interleaved", "glu_clamped": True},
     "rejects": [
         {"api": "npu_swiglu",
