@@ -96,7 +96,7 @@ TREE_ROLES = {"attention": "attention_core", "attention_core": "attention_core",
 TAKEN_BY_CORE = {"cache_read", "repeat_kv"}
 # MLA prolog rules whose absorb prerequisite takes kv_b_proj apart: W_UK goes into
 # the prolog's query, W_UV is applied after the attention over the latent cache.
-ABSORBING_PROLOGS = ("mla.mla_prolog_hf@",)
+ABSORBING_PROLOGS = ("mla.mla_prolog_hf@", "mla.mla_prolog_hf_complex@", "mla.mla_prolog_hf_half_rope@")
 RANK = {"candidate": 0, "candidate_with_prerequisites": 0, "not_applicable": 1, "no_fused_op": 2}
 STATES = ["candidate", "not_applicable", "no_fused_op", "unaccounted"]
 
@@ -245,31 +245,31 @@ def account_step(module, step, entries, chain, quant, fused=(), dismissals=None)
     if best is not None:
         state = "candidate" if RANK[best["status"]] == 0 else best["status"]
         why = best["id"] if state != "not_applicable" else "; ".join(best.get("blocking", [])) or best["id"]
-        return family, state, why
+        return family, state, why, best["id"]
     for rule_module, f, line, note in fused:
         if rule_module in fits and overlaps(step.get("spans", []), [(f, line, line)]):
-            return family, "no_fused_op", "already one fused call: " + note.split(": ", 2)[-1][:160]
+            return family, "no_fused_op", "already one fused call: " + note.split(": ", 2)[-1][:160], ""
     for span in step.get("spans", [])[:1]:
         why = (dismissals or {}).get((kind, os.path.realpath(span["file"]), span["line"]))
         if why and kind == "residual_add" and RESIDUAL_GAP.search(why):
             # The sum feeds an RMSNorm and no add+RMSNorm candidate takes it, with no
             # reason given (or the reason is not worked out): a gap, not a reason.
-            return family, "unaccounted", "no add+RMSNorm candidate takes this residual add: " + why.split(": ", 1)[-1][:120]
+            return family, "unaccounted", "no add+RMSNorm candidate takes this residual add: " + why.split(": ", 1)[-1][:120], ""
         if why:
-            return family, "no_fused_op", "the plan: " + why[:160]
+            return family, "no_fused_op", "the plan: " + why[:160], ""
     name = "attention" if kind == "attention_core" else kind
     statuses = chain.get(name, set())
     if "covered" in statuses:
-        return family, "candidate", f"reference chain step {name} covered"
+        return family, "candidate", f"reference chain step {name} covered", ""
     if "blocked" in statuses:
-        return family, "not_applicable", f"reference chain step {name} blocked"
+        return family, "not_applicable", f"reference chain step {name} blocked", ""
     if "torch" in statuses:
-        return family, "no_fused_op", f"the reference chain keeps {name} a plain op"
+        return family, "no_fused_op", f"the reference chain keeps {name} a plain op", ""
     if family == "projection" and quant in ("", "bf16"):
-        return family, "no_fused_op", "a plain projection in a BF16 plan: matmul; fused projections are quantised ones"
+        return family, "no_fused_op", "a plain projection in a BF16 plan: matmul; fused projections are quantised ones", ""
     if family == "residual_add":
-        return family, "unaccounted", "no add+norm candidate takes this residual add"
-    return family, "unaccounted", f"{module} step {kind}: no candidate, status or reason names it"
+        return family, "unaccounted", "no add+norm candidate takes this residual add", ""
+    return family, "unaccounted", f"{module} step {kind}: no candidate, status or reason names it", ""
 
 
 def account_model(name, inventory, plan):
@@ -287,13 +287,20 @@ def account_model(name, inventory, plan):
                           for step in steps]
                 # The attention core's state, for the reads it takes in.
                 core = next((st for step, st in reversed(list(zip(steps, states))) if step["kind"] == "attention_core"), None)
-                prolog = next((st for st in states if st[2].startswith(ABSORBING_PROLOGS) and st[1] != "unaccounted"), None)
-                for step, (family, state, why) in zip(steps, states):
+                # The absorbing prolog's state, whether it is a candidate or refused by a check
+                # (its reason is then the blocking constraint, the rule id comes apart).
+                prolog = next((st for st in states if (st[2].startswith(ABSORBING_PROLOGS) or (st[3] or "").startswith(
+                    ABSORBING_PROLOGS)) and st[1] != "unaccounted"), None)
+                for step, (family, state, why, _) in zip(steps, states):
                     if state == "unaccounted" and step["kind"] in TAKEN_BY_CORE and core and core[1] != "unaccounted":
                         # The fused attention reads the cache and the un-repeated K/V itself.
                         state, why = core[1], f"taken in by the attention core ({core[2]})"
                     if step["kind"] == "kv_up" and state in ("unaccounted", "no_fused_op") and prolog:
-                        state, why = prolog[1], f"absorbed by the MLA prolog's prerequisite: W_UK folded into its query, W_UV after the attention ({prolog[2]})"
+                        if prolog[1] == "not_applicable":
+                            state, why = prolog[1], ("only the MLA prolog's absorb would take it in (W_UK into its query, W_UV "
+                                                     f"after the attention), and the prolog is refused: {prolog[2]}")
+                        else:
+                            state, why = prolog[1], f"absorbed by the MLA prolog's prerequisite: W_UK folded into its query, W_UV after the attention ({prolog[2]})"
                     span = (step.get("spans") or [{}])[0]
                     where = f"{os.path.basename(span.get('file', '?'))}:{span.get('line', '?')}"
                     rows.append({"block": block.get("block_class", ""), "module": module["module"], "kind": step["kind"],
@@ -411,8 +418,9 @@ def markdown(report):
            "(conv1d, gated delta rule); a step the code already runs as one kernel (`F.layer_norm`, a lone `F.gelu`), "
            "or one no documented operator computes (a selective state-space scan), is accounted but not counted there. "
            "A K/V cache read or `repeat_kv` that a fused attention takes in has the attention core's state, and MLA's "
-           "`kv_b_proj` (step kv_up) the state of an `mla.mla_prolog_hf` candidate in the same module, whose absorb "
-           "prerequisite folds W_UK into the prolog's query and applies W_UV after the attention.", "",
+           "`kv_b_proj` (step kv_up) the state of an `mla.mla_prolog_hf` (or `_complex`, `_half_rope`) candidate in the same module, whose absorb "
+           "prerequisite folds W_UK into the prolog's query and applies W_UV after the attention (not applicable, with "
+           "the prolog's refusal, where a check refuses that prolog).", "",
            "## Per variant", "",
            "| variant | flags | models decomposed | modules | candidate | not applicable | no fused op | unaccounted | accounted | candidates where an operator exists |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]

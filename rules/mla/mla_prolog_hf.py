@@ -63,7 +63,7 @@ Fix safety
     is not applicable. Not matched: a model with a plain `q_proj` (`q_lora_rank` None, as
     Kimi-Linear), a rope part rotated with plain `rotate_half` (`rope_interleave` false, as
     MiniCPM3: the operator pairs other lanes) or as complex pairs (DeepSeek-V2's
-    `freqs_cis`: the result stays in pair order), and a q_pass that is read by anything but
+    `freqs_cis`: mla.mla_prolog_hf_complex), and a q_pass that is read by anything but
     its concatenation with the rotated part (already folded with W_UK, the absorbed form
     that `mla.mla_prolog_v3` maps).
 References
@@ -195,7 +195,7 @@ RULE = {
     宽度为64，每个rank的头数为不超过128的2的幂）；检查项按配置与TP规模逐项评估，不满足的模型为
     不适用。不匹配的情形：只有一个q_proj的模型（q_lora_rank为None，如Kimi-Linear）；rope部分用
     普通rotate_half旋转（rope_interleave为false，如MiniCPM3：算子配对的通道不同）或按复数成对旋转
-    （DeepSeek-V2的freqs_cis：结果保持成对顺序）；以及q_pass除与旋转部分拼接外还被其他运算读取
+    （DeepSeek-V2的freqs_cis：见mla.mla_prolog_hf_complex）；以及q_pass除与旋转部分拼接外还被其他运算读取
     的情形（已与W_UK相乘，即mla.mla_prolog_v3对应的吸收写法）。
 参考
     catalog/mla/npu_mla_prolog_v3.toml；reference_chains.md（module-attention-mla-absorb，

@@ -5,10 +5,10 @@ What it does
     steers the choice (`e_score_correction_bias`, `expert_bias`), takes the `top_k`
     experts of the biased scores over all experts (no expert groups), gathers their
     unbiased scores and divides them by their sum, with or without a 1e-20 in the
-    divisor (MiniMax-M2, Laguna, AFMoE, HunYuan-V3). It proposes one
-    `torch_npu.npu_moe_gating_top_k` call with one group holding every expert
-    (`group_count=1`, `k_group=1`), `norm_type=1` (sigmoid, read from the code) and
-    `renorm=0`.
+    divisor (MiniMax-M2, Laguna, AFMoE, HunYuan-V3, AXK2 without expert groups). It
+    proposes one `torch_npu.npu_moe_gating_top_k` call with one group holding every
+    expert (`group_count=1`, `k_group=1`), `norm_type=1` (sigmoid, read from the code)
+    and `renorm=0`.
 Why
     The router is six or seven small kernels per MoE layer (sigmoid, add, top-k, gather,
     sum, division) on a [tokens, experts] float32 matrix; the operator does them in one
@@ -70,17 +70,24 @@ RULE = {
     },
     "sizes": {"T": 12, "E": 256},
     "dtypes": ["float32"],
-    "match": {"lookalikes": {"lookalike_bias_in_weights": "fixtures/gating_sigmoid_bias_topk_nomatch_bias_in_weights.py"}},
+    "match": {"lookalikes": {
+        "lookalike_bias_in_weights": "fixtures/gating_sigmoid_bias_topk_nomatch_bias_in_weights.py",
+        "lookalike_shared_in_normaliser": {
+            "near_miss": "fixtures/gating_sigmoid_bias_topk_nomatch_shared_in_normaliser.py",
+            "inputs": {"routed_bias": {"shape": ["E - 2"], "dtype": "float32", "init": "uniform", "low": 0.0, "high": 0.1},
+                       "n_shared": {"dtype": "param", "value": 2}}}}},
     "near_misses": [
         {"file": "fixtures/gating_sigmoid_bias_topk_nomatch_bias_in_weights.py",
          "reason": "the weights are gathered from the biased scores: the operator returns the unbiased ones"},
+        {"file": "fixtures/gating_sigmoid_bias_topk_nomatch_shared_in_normaliser.py",
+         "reason": "the chosen experts' weights are normalised together with the shared experts' sigmoid scores (softmax of logsigmoid over both): the operator's sigmoid path divides by the sum over its k picks only"},
     ],
     "doc_zh": """带选择偏置、在全部专家上直接取top-k的sigmoid路由器，替换为npu_moe_gating_top_k。
 
 功能
     识别这样的路由器：对每个专家做sigmoid打分，加上只影响选择的偏置（e_score_correction_bias、
     expert_bias），在全部专家（不分组）的加偏置得分上取top_k个专家，取回它们未加偏置的得分并除以
-    其和（除数可带1e-20），见于MiniMax-M2、Laguna、AFMoE、HunYuan-V3。建议改为一次
+    其和（除数可带1e-20），见于MiniMax-M2、Laguna、AFMoE、HunYuan-V3以及不分组的AXK2。建议改为一次
     torch_npu.npu_moe_gating_top_k调用：一个组包含全部专家（group_count=1、k_group=1），
     norm_type=1（sigmoid，取自代码），renorm=0。
 原因
@@ -157,6 +164,17 @@ def search_indexed(router_logits, correction_bias, top_k):
     return mix, chosen
 
 
+def search_indexed_unsorted_eps(router_logits, correction_bias, top_k):
+    # the ids taken with [1] from an unsorted top-k, the divisor with its epsilon named
+    # apart (AXK2 without expert groups)
+    scores = torch.sigmoid(router_logits)
+    chosen = torch.topk(scores + correction_bias, k=top_k, dim=-1, sorted=False)[1]
+    mix = scores.gather(1, chosen)
+    denominator = mix.sum(dim=-1, keepdim=True) + 1e-20
+    mix = mix / denominator
+    return mix, chosen
+
+
 def replace(router_logits, correction_bias, top_k):
     mix, chosen, _ = torch_npu.npu_moe_gating_top_k(
         router_logits, k=top_k, bias=correction_bias.to(router_logits.dtype), k_group=1, group_count=1,
@@ -170,6 +188,18 @@ def naive_softmax_norm_type(router_logits, correction_bias, top_k):
         router_logits, k=top_k, bias=correction_bias, k_group=1, group_count=1, group_select_mode=1,
         renorm=0, norm_type=0, routed_scaling_factor=1.0)
     return mix, chosen.long()
+
+
+def lookalike_shared_in_normaliser(router_logits, correction_bias, top_k, routed_bias=None, n_shared=2):
+    # shared experts scored by the same router: the top-k picks among the routed ones, and the
+    # normaliser holds the shared experts' sigmoid scores too (softmax of logsigmoid = p / sum p)
+    scores = router_logits.sigmoid()
+    routed = scores[..., :-n_shared]
+    chosen = torch.topk(routed + routed_bias, top_k, dim=-1, sorted=False)[1]
+    picked = torch.cat([router_logits[..., :-n_shared].gather(-1, chosen), router_logits[..., -n_shared:]], dim=-1)
+    log_probs = torch.nn.functional.logsigmoid(picked)
+    mix = torch.exp(log_probs - torch.logsumexp(log_probs, dim=-1, keepdim=True))
+    return mix, chosen
 
 
 def lookalike_bias_in_weights(router_logits, correction_bias, top_k):

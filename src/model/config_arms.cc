@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "model/ast_walk.h"
+#include "model/dataflow.h"
 
 namespace npufuse::model {
 
@@ -122,6 +123,26 @@ void evaluate_config_arms(std::vector<BranchCondition>& branches, const RoleTabl
     b.config_arm = *truth ? "then" : "else";
     b.config_value = v.display();
   }
+}
+
+const BranchCondition* config_ruled_out(const std::vector<BranchCondition>& branches, const std::string& condition,
+                                        const std::string& file) {
+  if (condition.empty()) return nullptr;
+  for (const std::string& clause : condition_clauses(condition)) {
+    bool negated = clause.rfind("not (", 0) == 0 && clause.size() > 6 && clause.back() == ')';
+    std::string test = negated ? clause.substr(5, clause.size() - 6) : clause;
+    const BranchCondition* then_arm = nullptr;
+    const BranchCondition* else_arm = nullptr;
+    for (const BranchCondition& b : branches) {
+      if (b.condition != test || b.config_arm.empty() || (!file.empty() && b.where.file != file)) continue;
+      if (std::find(b.kinds.begin(), b.kinds.end(), BranchKind::ConfigChoice) == b.kinds.end()) continue;
+      (b.config_arm == "then" ? then_arm : else_arm) = &b;
+    }
+    if ((then_arm != nullptr) == (else_arm != nullptr)) continue;  // undecided, or decided both ways
+    if (negated && then_arm) return then_arm;
+    if (!negated && else_arm) return else_arm;
+  }
+  return nullptr;
 }
 
 }  // namespace npufuse::model

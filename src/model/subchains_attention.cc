@@ -88,6 +88,43 @@ std::string cache_mechanism(const BlockGraph& bg, const DataflowOp& o, const std
   return fallback;
 }
 
+// Ops reached from `from`, where a cache update `cache.update(key, value,
+// layer_idx)` hands each of its two tensors back in its own slot of the
+// returned pair: what reads the returned values sees the keys from the keys
+// only. Doge's per-head key norm then does not reach the projection its
+// values feed (the dynamic mask's `dt_proj`), where a plain reachability
+// through the opaque call would make it a down -> norm -> up latent norm.
+OpSet downstream_through_cache(const BlockGraph& bg, const OpSet& from) {
+  std::vector<char> value_mark(bg.g.values.size(), 0);
+  std::map<int, std::vector<char>> pair_slots;  // update result value -> which of (keys, values) are reached
+  OpSet out = make_set(bg.size());
+  for (const DataflowOp& o : bg.g.ops) {
+    size_t i = static_cast<size_t>(o.id);
+    bool update_call = o.cls == OpClass::Call && o.inputs.size() == 4 && o.outputs.size() == 1 &&
+                       (o.name == "update" || (o.name.size() > 7 && o.name.compare(o.name.size() - 7, 7, ".update") == 0));
+    bool hit = false;
+    for (int v : o.inputs) hit = hit || value_mark[static_cast<size_t>(v)];
+    if (update_call && !from[i]) {
+      if (hit) out[i] = 1;
+      std::vector<char> slots = {value_mark[static_cast<size_t>(o.inputs[1])], value_mark[static_cast<size_t>(o.inputs[2])]};
+      if (slots[0] || slots[1]) pair_slots[o.outputs[0]] = slots;
+      continue;
+    }
+    if (o.cls == OpClass::Structure && o.name == "unpack" && o.inputs.size() == 1 && pair_slots.count(o.inputs[0]) &&
+        o.outputs.size() == 2 && !from[i]) {
+      const std::vector<char>& slots = pair_slots.at(o.inputs[0]);
+      out[i] = 1;
+      for (size_t k = 0; k < 2; ++k)
+        if (slots[k]) value_mark[static_cast<size_t>(o.outputs[k])] = 1;
+      continue;
+    }
+    if (hit && !from[i]) out[i] = 1;
+    if (hit || from[i])
+      for (int v : o.outputs) value_mark[static_cast<size_t>(v)] = 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 void find_attention_steps(const BlockGraph& bg, const std::string& scope, const std::vector<int>& ops, ModuleChain& chain) {
@@ -127,7 +164,7 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
   std::vector<const Norm*> mid_norms;
   for (const Norm& nm : norms) {
     OpSet nset = set_of(n, {nm.anchor});
-    OpSet down = bg.downstream(nset);
+    OpSet down = downstream_through_cache(bg, nset);
     OpSet up = bg.upstream(nset);
     bool from_proj = false, to_proj = false;
     for (const Projection* p : in_projs) {

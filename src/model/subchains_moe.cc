@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "model/config_arms.h"
 #include "model/subchains_graph.h"
 
 namespace npufuse::model::subchains {
@@ -40,6 +41,14 @@ bool training_only(const BlockGraph& bg, const DataflowOp& o) {
           o.condition.find("not (" + b.condition + ")") == std::string::npos)
         return true;
   return false;
+}
+
+// An op on an arm the loaded config rules out: DeepSeek-V2's group-limited
+// top-k under `topk_method = "greedy"`, Cohere2-MoE's sigmoid router under
+// `expert_selection_fn = "softmax"`, a renormalisation under
+// `norm_topk_prob = False` (model/config_arms.h).
+bool config_dead(const BlockGraph& bg, const DataflowOp& o) {
+  return config_ruled_out(bg.branches, o.condition, o.file ? o.file->path : "") != nullptr;
 }
 
 bool useful(const DataflowOp& o) { return o.cls != OpClass::Constant && o.cls != OpClass::Attribute; }
@@ -90,7 +99,7 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
   size_t n = bg.size();
   std::vector<int> ops;
   for (int id : all_ops)
-    if (!training_only(bg, bg.op(id))) ops.push_back(id);
+    if (!training_only(bg, bg.op(id)) && !config_dead(bg, bg.op(id))) ops.push_back(id);
 
   std::vector<int> topks;
   for (int id : ops)
@@ -167,8 +176,13 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
     if (o.name != "div" || !after_sel[static_cast<size_t>(id)] || o.inputs.size() < 2) continue;
     OpSet up = bg.upstream(set_of(n, {id}));
     bool sums = false;
+    // The sum must read the value divided (`w / (w.sum(-1, keepdim=True) + eps)`):
+    // a sum elsewhere upstream (a one-hot mask's count of tokens per expert,
+    // before a shared expert's average) is no renormalisation.
+    const DataflowOp* divided = &bg.source(o.inputs[0]);
     for (int u : members(up))
-      if (bg.op(u).name == "sum" && after_sel[static_cast<size_t>(u)]) {
+      if (bg.op(u).name == "sum" && after_sel[static_cast<size_t>(u)] && !bg.op(u).inputs.empty() &&
+          &bg.source(bg.op(u).inputs[0]) == divided) {
         sums = true;
         renorm.push_back(u);
       }
@@ -252,6 +266,12 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
       dispatch.push_back(id);  // tokens[token_idx]
   }
   std::string dispatch_detail = "tokens grouped by chosen expert";
+  // Experts that loop over the experts pick their tokens inside that loop; a
+  // broadcast elsewhere among them (shared experts weighted by the router's
+  // gammas, Inkling) is no dense routing, a scatter of the weights still is.
+  bool expert_loop = false;
+  for (int id : experts)
+    for (const std::string& term : condition_clauses(bg.op(id).condition)) expert_loop = expert_loop || term.rfind("for ", 0) == 0;
   if (dispatch.empty() && !experts.empty() && !after_sel[static_cast<size_t>(experts.front())]) {
     // Dense routing: every expert computes every token; the chosen weights are
     // scattered into a [tokens, experts] matrix that zeroes the others.
@@ -259,7 +279,7 @@ void find_moe_steps(const BlockGraph& bg, const std::string& scope, const std::v
       const DataflowOp& o = bg.op(id);
       size_t i = static_cast<size_t>(id);
       bool scatter = (o.name == "scatter" || o.name == "scatter_") && after_sel[i];
-      bool broadcast = (o.name == "expand" || o.name == "repeat") && expert_set[i];
+      bool broadcast = (o.name == "expand" || o.name == "repeat") && expert_set[i] && !expert_loop;
       if (scatter || broadcast) dispatch.push_back(id);
     }
     std::sort(dispatch.begin(), dispatch.end());

@@ -11,6 +11,7 @@
 #include "check/evaluate.h"
 #include "check/expr_parser.h"
 #include "match/value_view.h"
+#include "model/config_arms.h"
 #include "plan/apply_site.h"
 #include "plan/candidate_checks.h"
 #include "plan/chain_facts.h"
@@ -397,6 +398,47 @@ std::set<std::string> dropped_by_callers(const MatchSite& site, const std::vecto
   return out;
 }
 
+// A branch merge (phi) the match passes through by a side the loaded config
+// does not take: the value from before `if self.n_groups > 1:` when the config
+// runs that arm (the merge then gives the arm's value). For each phi among
+// the match's ops, the side the match followed is the input made by one of
+// its ops; another input made under a clause the followed side lacks, a
+// clause the config makes true, means the merge never gives the followed side.
+const model::BranchCondition* merge_side_ruled_out(const std::vector<model::BranchCondition>& branches,
+                                                   const model::FunctionDataflow& g, const std::vector<int>& ops) {
+  std::set<int> in(ops.begin(), ops.end());
+  for (int id : ops) {
+    if (id < 0 || static_cast<size_t>(id) >= g.ops.size()) continue;
+    const model::DataflowOp& phi = g.ops[static_cast<size_t>(id)];
+    if (phi.name != "phi" || phi.inputs.size() < 2) continue;
+    std::vector<std::string> base = model::condition_clauses(phi.condition);
+    auto made = [&](int v) { return v >= 0 && static_cast<size_t>(v) < g.values.size() && g.values[static_cast<size_t>(v)].producer >= 0; };
+    auto own = [&](int v) {
+      std::vector<std::string> out;
+      if (!made(v)) return out;
+      for (std::string& cl : model::condition_clauses(g.producer_of(v).condition))
+        if (std::find(base.begin(), base.end(), cl) == base.end()) out.push_back(std::move(cl));
+      return out;
+    };
+    const std::string file = phi.file ? phi.file->path : "";
+    for (int followed : phi.inputs) {
+      if (!made(followed) || !in.count(g.producer_of(followed).id)) continue;
+      std::vector<std::string> mine = own(followed);
+      for (int other : phi.inputs) {
+        if (other == followed || (made(other) && in.count(g.producer_of(other).id))) continue;  // the match takes that side too
+        for (const std::string& cl : own(other)) {
+          if (std::find(mine.begin(), mine.end(), cl) != mine.end()) continue;
+          bool negated = cl.rfind("not (", 0) == 0 && cl.size() > 6 && cl.back() == ')';
+          // `cl` true: its test false when it is a negation, else the negation of the test ruled out
+          std::string ruled_out_when_true = negated ? cl.substr(5, cl.size() - 6) : "not (" + cl + ")";
+          if (const model::BranchCondition* b = model::config_ruled_out(branches, ruled_out_when_true, file)) return b;
+        }
+      }
+    }
+  }
+  return nullptr;
+}
+
 void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
                    const std::vector<model::BranchCondition>* branches, const std::set<std::string>& dropped) {
   for (const CheckResult& r : c.checks) {
@@ -452,6 +494,37 @@ void decide_status(const rules::Rule& rule, const MatchSite& site, Candidate& c,
                     value, use),
         fmt::format("{}在链路内部计算，且另有用途（{}）；融合算子不会输出该值：需先在链路外重新计算或去掉该用途", value, use),
         false, where});
+  }
+  // A match through code the loaded config does not run (a renormalisation
+  // under `if self.norm_topk_prob:` with norm_topk_prob = False), or through
+  // the side of a branch merge the config does not take (the scores that skip
+  // `if self.n_groups > 1:`'s group masking when n_group is 8): the operator
+  // would compute a chain this configuration does not.
+  if (branches && site.match.target) {
+    std::string file;
+    for (int id : site.match.ops)
+      if (file.empty() && id >= 0 && static_cast<size_t>(id) < site.match.target->ops.size() &&
+          site.match.target->ops[static_cast<size_t>(id)].file)
+        file = site.match.target->ops[static_cast<size_t>(id)].file->path;
+    if (const model::BranchCondition* b = model::config_ruled_out(*branches, site.match.condition, file))
+      add_unique(c.blocking, fmt::format("the match holds only where `{}` is {}, and this config takes the other arm ({}): "
+                                         "the model computes another chain",
+                                         b->condition, b->config_arm == "then" ? "false" : "true", b->config_value));
+    if (const model::BranchCondition* b = merge_side_ruled_out(*branches, *site.match.target, site.match.ops))
+      add_unique(c.blocking, fmt::format("the match takes the value that skips `if {}:`, and this config runs that arm "
+                                         "({}): the model computes another chain",
+                                         b->condition, b->config_value));
+    for (int id : site.match.ops) {
+      if (id < 0 || static_cast<size_t>(id) >= site.match.target->ops.size()) continue;
+      const model::DataflowOp& o = site.match.target->ops[static_cast<size_t>(id)];
+      const model::BranchCondition* b = model::config_ruled_out(*branches, o.condition, o.file ? o.file->path : "");
+      if (!b) continue;
+      add_unique(c.blocking, fmt::format("the matched code at line {} runs only in the {} arm of `{}`, which this config "
+                                         "does not take ({}): the model computes the chain without it",
+                                         o.line, b->config_arm == "then" ? "else" : "then", b->condition,
+                                         b->config_value));
+      break;
+    }
   }
   if (!c.blocking.empty()) c.status = Status::NotApplicable;
   else if (!c.prerequisites.empty()) c.status = Status::CandidateWithPrerequisites;
