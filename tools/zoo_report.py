@@ -18,7 +18,8 @@ projection and residual add; a linear-attention or state-space mixer's conv1d an
 recurrence). Its state is read from the plan:
 
 - `candidate`: a candidate (with or without prerequisites) whose lines overlap
-  the step's lines and whose module fits it, or the reference-chain step of that
+  the step's lines and whose module fits it (for a linear mixer's step that only
+  one stage runs, a candidate for that stage), or the reference-chain step of that
   name is covered;
 - `not_applicable`: only refused candidates fit it (the hard constraint is cited);
 - `no_fused_op`: a `no_fused_op` entry fits it, the plan says the code already
@@ -237,8 +238,14 @@ def account_step(module, step, entries, chain, quant, fused=(), dismissals=None)
     family = FAMILIES.get(kind, "other")
     fits = FITS.get(family, set())
     best = None
+    # A linear mixer's step that one stage's branch runs (its prefill convolution and
+    # recurrence, its cached decode step) takes a candidate for that stage only, as
+    # the plan does: a decode operator matched in the decode helper leaves prefill open.
+    stage = step.get("stages") if family == "linear_attention" and step.get("stages") in ("prefill", "decode") else None
     for entry, ranges in entries:
         if entry.get("module") not in fits or not overlaps(step.get("spans", []), ranges):
+            continue
+        if stage and entry.get("stages") and stage not in entry["stages"]:
             continue
         if best is None or RANK.get(entry["status"], 9) < RANK.get(best["status"], 9):
             best = entry

@@ -8,8 +8,8 @@ modes this reference does not model raise NotImplementedError.
 `OPS` maps every torch_npu attribute name to its reference function; the stand-in
 `torch_npu` package (see standin.py) exposes exactly these.
 """
-from . import (attention, ffn, kv_cache, matmul, mla, moe, norm, quant, rope, sampling, sparse,
-               unmodelled)
+from . import (attention, ffn, kv_cache, linear_attention, matmul, mla, moe, norm, quant, rope, sampling,
+               sparse, unmodelled)
 from ._common import ConstraintError
 
 _FAMILIES = {
@@ -20,6 +20,7 @@ _FAMILIES = {
     attention: ["npu_fused_infer_attention_score", "npu_fused_infer_attention_score_v2",
                 "npu_prompt_flash_attention", "npu_incre_flash_attention",
                 "npu_fusion_attention", "npu_scaled_masked_softmax"],
+    linear_attention: ["npu_chunk_gated_delta_rule", "npu_recurrent_gated_delta_rule", "npu_masked_causal_conv1d"],
     sparse: ["npu_sparse_flash_attention", "npu_lightning_indexer", "npu_quant_lightning_indexer",
              "npu_kv_quant_sparse_flash_attention"],
     mla: ["npu_kv_rmsnorm_rope_cache", "npu_kv_rmsnorm_rope_cache_v2", "npu_mla_prolog",

@@ -44,6 +44,7 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& signatures()
       {"where", {"condition", "input", "other"}},
       {"masked_fill", {"input", "mask", "value"}},
       {"linear", {"input", "weight", "bias"}},
+      {"conv1d", {"input", "weight", "bias", "stride", "padding", "dilation", "groups"}},
       {"matmul", {"input", "other"}},
       {"bmm", {"input", "mat2"}},
       {"layer_norm", {"input", "normalized_shape", "weight", "bias", "eps"}},

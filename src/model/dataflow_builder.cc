@@ -371,10 +371,36 @@ class Builder {
     return split;
   }
 
+  // The truth of `if flag:` / `if not flag:` where `flag` is an inlined
+  // function's parameter bound to a literal True or False (the call passes
+  // `use_qk_l2norm_in_kernel=True`, or the default stands): only that arm runs
+  // in this call. Unknown otherwise.
+  std::optional<bool> literal_flag(const ast::expr* test) const {
+    bool negate = false;
+    if (const auto* u = ast::as<ast::UnaryOp>(test); u && u->op == ast::unaryop::Not) {
+      negate = true;
+      test = u->operand;
+    }
+    const auto* name = ast::as<ast::Name>(test);
+    if (!name || stack_.empty()) return std::nullopt;
+    auto it = env_.find(std::string(name->id));
+    if (it == env_.end() || it->second < 0) return std::nullopt;
+    const DataflowOp& p = g_.producer_of(it->second);
+    if (p.cls != OpClass::Constant || p.attrs.size() != 1) return std::nullopt;
+    if (p.attrs[0] != "True" && p.attrs[0] != "False") return std::nullopt;
+    return (p.attrs[0] == "True") != negate;
+  }
+
   void if_statement(const ast::If* i) {
     int test = expr(i->test);
     (void)test;
     std::string cond(file_->text_of(i->test));
+    if (std::optional<bool> taken = literal_flag(i->test)) {
+      push_condition(*taken ? cond : "not (" + cond + ")");
+      statements(*taken ? i->body : i->orelse);
+      pop_conditions();
+      return;
+    }
     std::string negated = "not (" + cond + ")";
     std::optional<TupleSplit> split = split_by_tuple_test(i);
     // One arm under its condition; with a split, the tested name bound to

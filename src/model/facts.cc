@@ -99,6 +99,17 @@ std::vector<Fact> bind_facts(const ModelConfig& config) {
   b.direct("hidden_act", {"hidden_act", "activation_function"});
   b.direct("rms_norm_eps", {"rms_norm_eps", "layer_norm_epsilon", "layer_norm_eps"});
   b.direct("tie_word_embeddings", {"tie_word_embeddings"});
+  // Linear-attention (gated delta rule) layers of hybrid models, sized apart
+  // from the full-attention layers (Qwen3-Next, Qwen3.5).
+  b.direct("linear_num_key_heads", {"linear_num_key_heads"});
+  b.direct("linear_num_value_heads", {"linear_num_value_heads"});
+  b.direct("linear_key_head_dim", {"linear_key_head_dim"});
+  b.direct("linear_value_head_dim", {"linear_value_head_dim"});
+  // The short causal convolution's width: Qwen3-Next's linear_conv_kernel_dim,
+  // Mamba's conv_kernel, Falcon-H1's mamba_d_conv, LFM2's conv_L_cache (its
+  // nn.Conv1d kernel_size).
+  b.direct("conv_kernel_size",
+           {"conv_kernel_size", "linear_conv_kernel_dim", "conv_kernel", "mamba_d_conv", "d_conv", "conv_L_cache"});
 
   // Facts other facts imply, where the config leaves them out.
   auto value = [&](const char* name) -> const json* {

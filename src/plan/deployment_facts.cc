@@ -12,7 +12,8 @@ namespace {
 // whole model, a rank sees its share.
 const std::map<std::string, std::string>& per_rank_splits() {
   static const std::map<std::string, std::string> m = {
-      {"num_heads", "tp"}, {"num_kv_heads", "tp"}, {"ffn_width", "tp"}, {"expert_num", ""}};
+      {"num_heads", "tp"},          {"num_kv_heads", "tp"}, {"ffn_width", "tp"}, {"expert_num", ""},
+      {"linear_num_key_heads", "tp"}, {"linear_num_value_heads", "tp"}};
   return m;
 }
 
@@ -146,7 +147,8 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
   // No tensor-parallel size anywhere: the plan is for one card, said as an
   // assumption. A deployment file that leaves tp out is taken as meant (it
   // states the deployment), so the per-rank heads stay unknown there.
-  if (!facts.find("tp") && file.empty() && (totals.count("num_heads") || totals.count("num_kv_heads"))) {
+  if (!facts.find("tp") && file.empty() &&
+      (totals.count("num_heads") || totals.count("num_kv_heads") || totals.count("linear_num_key_heads"))) {
     facts.set("tp", int64_t{1},
               "assumed: no --tp and no --deploy file, so one rank holds every head (tp = 1); pass --tp N for a "
               "tensor-parallel deployment");
@@ -173,6 +175,9 @@ DeploymentFacts deployment_facts(const std::vector<model::Fact>& config_facts, c
   per_rank("num_heads", "num_heads", tp, "--tp", false);
   per_rank("num_kv_heads", "num_kv_heads", tp, "--tp", true);
   per_rank("ffn_width", "ffn_width", tp, "--tp", false);
+  // A gated delta net splits its heads over tensor parallelism like attention.
+  per_rank("linear_num_key_heads", "linear_num_key_heads", tp, "--tp", true);
+  per_rank("linear_num_value_heads", "linear_num_value_heads", tp, "--tp", true);
   if (auto it = totals.find("expert_num"); it != totals.end()) facts.set("expert_num", it->second.first, it->second.second);
   per_rank("local_expert_num", "expert_num", ep, "--ep", false);
   return out;

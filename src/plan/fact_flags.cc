@@ -17,6 +17,8 @@ FactFlag fact_flag(const std::string& fact) {
       {"torch_npu_version", {"--torch-npu-version", "--torch-npu-version V", "--torch-npu-version 2.5.1"}},
       {"num_heads", {"--tp", "--tp N", "--tp 2"}},
       {"num_kv_heads", {"--tp", "--tp N", "--tp 2"}},
+      {"linear_num_key_heads", {"--tp", "--tp N", "--tp 2"}},
+      {"linear_num_value_heads", {"--tp", "--tp N", "--tp 2"}},
       {"local_expert_num", {"--ep", "--ep N", "--ep 8"}},
   };
   auto it = flags.find(fact);

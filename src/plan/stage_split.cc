@@ -39,12 +39,21 @@ std::string branch_stage(const model::FunctionDataflow& graph, const std::vector
     if (id < 0 || static_cast<size_t>(id) >= graph.ops.size()) continue;
     const std::string& condition = graph.ops[static_cast<size_t>(id)].condition;
     if (condition.empty()) continue;
-    for (const std::string& part : model::condition_clauses(condition)) {
-      std::string s = conjunct_stage(part, branches, why);
-      if (s.empty()) continue;
-      // Ops of one match in opposite stage branches: the match spans both arms; no narrowing.
-      if (!stage.empty() && s != stage) return "";
-      stage = s;
+    // An op's condition joins the conditions of the branches around it with
+    // " and ", so a branch whose own test is a conjunction (`if
+    // use_precomputed_states and seq_len == 1:`) spans several clauses in a
+    // row: each run of clauses is tried as one branch's test.
+    const std::vector<std::string> parts = model::condition_clauses(condition);
+    for (size_t first = 0; first < parts.size(); ++first) {
+      std::string run;
+      for (size_t last = first; last < parts.size(); ++last) {
+        run += (last == first ? "" : " and ") + parts[last];
+        std::string s = conjunct_stage(run, branches, why);
+        if (s.empty()) continue;
+        // Ops of one match in opposite stage branches: the match spans both arms; no narrowing.
+        if (!stage.empty() && s != stage) return "";
+        stage = s;
+      }
     }
   }
   return stage;

@@ -186,6 +186,13 @@ bool covered_by(const model::SubChainStep& step, const std::string& step_module_
   for (const Candidate& c : candidates) {
     if (c.status == Status::NoFusedOp) continue;
     if (!only_module.empty() && c.module != only_module) continue;
+    // A linear mixer's step that only one stage's branch runs (its prefill
+    // convolution and recurrence, its cached decode step) is covered by a
+    // candidate for that stage: the decode operator matched in the decode
+    // helper leaves the prefill path open.
+    if (!only_module.empty() && step.stages != "both" &&
+        std::find(c.stages.begin(), c.stages.end(), step.stages) == c.stages.end())
+      continue;
     if (int other = block_half(c.module); half != 0 && other != 0 && other != half) continue;
     if (projection && block && !step.ops.empty() && !c.op_lines.empty() && c.op_scopes.size() == c.op_lines.size()) {
       bool met = false, other_code = false;
@@ -470,11 +477,15 @@ UncoveredSteps find_uncovered_steps(const std::vector<model::BlockChains>& block
         if (step.kind == "recurrence")
           req.why_nothing_fits += "; npu_chunk_gated_delta_rule (prefill) and npu_recurrent_gated_delta_rule (decode, 1 to 8 "
                                   "tokens per request) compute a gated delta rule, taking q and k already L2-normalised, "
-                                  "bfloat16, Dk = Dv = 128, but no rule maps the torch recurrence yet";
+                                  "bfloat16, Dk = Dv = 128; the rules mapping one (attention.gated_delta_rule_chunk, "
+                                  "attention.gated_delta_rule_recurrent) take it written as a loop over tokens, and "
+                                  "neither matched this code";
         if (step.kind == "conv1d")
           req.why_nothing_fits += "; npu_fused_causal_conv1d and npu_masked_causal_conv1d take a depthwise causal "
-                                  "convolution of kernel width 3 without activation or bias, on Ascend 950 only, and no "
-                                  "rule maps one yet";
+                                  "convolution of kernel width 3 without activation or bias, on Ascend 950 only; "
+                                  "attention.masked_causal_conv1d maps the whole-sequence form (F.conv1d padded by K - 1 "
+                                  "and cut to the sequence) and did not match this code, and no rule maps the cached "
+                                  "decode form (the conv state joined in front) to npu_fused_causal_conv1d yet";
         for (const std::string& r : reasons) req.why_nothing_fits += "; near-miss " + r;
         c.near_miss_reasons = reasons;
         out.no_fused_op.push_back(std::move(c));

@@ -201,5 +201,29 @@ TEST(ConfigFacts, FfnWidthOfADenseModelOnly) {
   for (const Fact& f : moe) EXPECT_NE(f.name, "ffn_width");
 }
 
+// A hybrid model's gated delta net is sized by its own keys; the short
+// convolution's width goes by several names (LFM2 calls it conv_L_cache).
+TEST(ConfigFacts, LinearAttentionSizesAndConvolutionWidth) {
+  auto facts = bind_facts(ModelConfig::from_json({{"linear_num_key_heads", 16}, {"linear_num_value_heads", 32},
+                                                  {"linear_key_head_dim", 128}, {"linear_value_head_dim", 128},
+                                                  {"linear_conv_kernel_dim", 4}},
+                                                 "c.json"));
+  EXPECT_EQ(fact(facts, "linear_num_key_heads").value, 16);
+  EXPECT_EQ(fact(facts, "linear_num_value_heads").value, 32);
+  EXPECT_EQ(fact(facts, "linear_key_head_dim").value, 128);
+  EXPECT_EQ(fact(facts, "linear_value_head_dim").value, 128);
+  EXPECT_EQ(fact(facts, "conv_kernel_size").value, 4);
+  for (const char* key : {"conv_kernel", "mamba_d_conv", "conv_L_cache"}) {
+    const Fact& width = fact(bind_facts(ModelConfig::from_json({{key, 3}}, "c.json")), "conv_kernel_size");
+    EXPECT_TRUE(width.known) << key;
+    EXPECT_EQ(width.value, 3) << key;
+    EXPECT_NE(width.source.find(key), std::string::npos) << width.source;
+  }
+  // A config without them leaves them unknown, never a derived 0.
+  auto plain = bind_facts(ModelConfig::from_json({{"hidden_size", 64}}, "c.json"));
+  EXPECT_FALSE(fact(plain, "linear_num_key_heads").known);
+  EXPECT_FALSE(fact(plain, "conv_kernel_size").known);
+}
+
 }  // namespace
 }  // namespace npufuse::model

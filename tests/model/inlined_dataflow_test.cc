@@ -214,6 +214,41 @@ TEST(InlinedDataflow, ClassmethodCalledThroughSelfBindsAfterCls) {
   EXPECT_EQ(g.producer_of(permute->inputs.at(0)).name, "relu") << g.dump();
 }
 
+// A helper's flag that the call binds to a literal (`use_qk_l2norm_in_kernel=True`,
+// or its default False left standing) runs one arm of `if flag:` only; a flag
+// whose value the call does not fix keeps both arms.
+TEST(InlinedDataflow, AFlagTheCallFixesRunsOneArm) {
+  const char* text =
+      "import torch\n"
+      "from torch import nn\n"
+      "def kernel(q, k, use_qk_l2norm_in_kernel=False):\n"
+      "    if use_qk_l2norm_in_kernel:\n"
+      "        q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + 1e-6)\n"
+      "    if not use_qk_l2norm_in_kernel:\n"
+      "        k = torch.tanh(k)\n"
+      "    return q @ k\n"
+      "class On(nn.Module):\n"
+      "    def forward(self, q, k):\n"
+      "        return kernel(q, k, use_qk_l2norm_in_kernel=True)\n"
+      "class Off(nn.Module):\n"
+      "    def forward(self, q, k):\n"
+      "        return kernel(q, k)\n"
+      "class Passed(nn.Module):\n"
+      "    def forward(self, q, k, flag):\n"
+      "        return kernel(q, k, use_qk_l2norm_in_kernel=flag)\n";
+  auto on = inline_sources(SourceSet::from_texts({{"m.py", text}}), "On");
+  EXPECT_EQ(count(on->graph, "rsqrt"), 1u) << on->graph.dump();
+  EXPECT_EQ(count(on->graph, "tanh"), 0u);
+  EXPECT_EQ(count(on->graph, "phi"), 0u);
+  auto off = inline_sources(SourceSet::from_texts({{"m.py", text}}), "Off");
+  EXPECT_EQ(count(off->graph, "rsqrt"), 0u) << off->graph.dump();
+  EXPECT_EQ(count(off->graph, "tanh"), 1u);
+  auto passed = inline_sources(SourceSet::from_texts({{"m.py", text}}), "Passed");
+  EXPECT_EQ(count(passed->graph, "rsqrt"), 1u) << passed->graph.dump();
+  EXPECT_EQ(count(passed->graph, "tanh"), 1u);
+  EXPECT_EQ(count(passed->graph, "phi"), 2u);
+}
+
 TEST(InlinedDataflow, RecursionAndDepthAreBounded) {
   std::string text =
       "from torch import nn\n"

@@ -143,6 +143,40 @@ TEST(StageSplit, OpsInsideAPrefillArmRunOnlyInPrefill) {
   EXPECT_EQ(branch_stage(g, both, prefill_branch(), &why), "");
 }
 
+// A branch whose test is itself a conjunction (`if cached and seq_len == 1:`)
+// spans several clauses of the op's condition; nested conditions follow it.
+TEST(StageSplit, AConjunctionBranchNarrowsTheOpsInsideIt) {
+  Source src(
+      "import torch\n"
+      "def mix(q, s, cached, seq_len, flag):\n"
+      "    if cached and seq_len == 1:\n"
+      "        if flag:\n"
+      "            q = q * 2\n"
+      "        o = torch.softmax(q @ s, dim=-1)\n"
+      "    else:\n"
+      "        o = torch.softmax(q @ s * 3, dim=-1)\n"
+      "    return o\n");
+  const model::FunctionDataflow& g = src.dataflow("mix");
+  model::BranchCondition b;
+  b.condition = "cached and seq_len == 1";
+  b.true_stage = "decode";
+  b.kinds = {model::BranchKind::PrefillDecode};
+  b.where = model::SourceSpan{"model.py", 3, 8};
+  std::vector<int> nested, inside, other;
+  for (const model::DataflowOp& op : g.ops) {
+    if (op.name == "mul" && op.line == 5) nested.push_back(op.id);
+    if (op.name == "softmax") (op.line == 6 ? inside : other).push_back(op.id);
+  }
+  ASSERT_EQ(nested.size(), 1u) << g.dump();
+  ASSERT_EQ(inside.size(), 1u);
+  ASSERT_EQ(other.size(), 1u);
+  std::string why;
+  EXPECT_EQ(branch_stage(g, nested, {b}, &why), "decode");
+  EXPECT_NE(why.find("cached and seq_len == 1"), std::string::npos) << why;
+  EXPECT_EQ(branch_stage(g, inside, {b}, &why), "decode");
+  EXPECT_EQ(branch_stage(g, other, {b}, &why), "prefill");
+}
+
 TEST(StageSplit, CandidateInTheDecodeArmKeepsOnlyDecode) {
   Source src(kModel);
   rules::Rule rule = make_rule("attention.fia", "attention", {"npu_fused_infer_attention_score"}, {});

@@ -121,6 +121,26 @@ TEST(DeploymentFacts, PerRankKeyValueHeadsAreTheConfigsKeyValueHeadsOverTp) {
   EXPECT_TRUE(d.assumed.empty());
 }
 
+// A gated delta net's heads are split over tensor parallelism like attention's.
+TEST(DeploymentFacts, LinearAttentionHeadsPerRankFollowTp) {
+  std::vector<model::Fact> config = {
+      model::Fact{"linear_num_key_heads", true, 16, "config: linear_num_key_heads"},
+      model::Fact{"linear_num_value_heads", true, 32, "config: linear_num_value_heads"},
+      model::Fact{"linear_key_head_dim", true, 128, "config: linear_key_head_dim"},
+  };
+  AnalyzeOptions options;
+  options.tp = 4;
+  DeploymentFacts d = deployment_facts(config, {}, options, vocabulary());
+  EXPECT_EQ(d.facts.find("linear_num_key_heads")->value.as_int(), 4);
+  EXPECT_EQ(d.facts.find("linear_num_value_heads")->value.as_int(), 8);
+  EXPECT_EQ(d.facts.find("linear_key_head_dim")->value.as_int(), 128);  // a head's width is not split
+  EXPECT_NE(d.facts.find("linear_num_value_heads")->provenance.find("--tp 4"), std::string::npos);
+  // Without --tp one rank is assumed, as for attention heads.
+  DeploymentFacts one = deployment_facts(config, {}, AnalyzeOptions(), vocabulary());
+  EXPECT_EQ(one.facts.find("linear_num_key_heads")->value.as_int(), 16);
+  EXPECT_EQ(one.assumed, std::vector<std::string>{"tp"});
+}
+
 TEST(DeploymentFacts, FlagsWinOverTheFile) {
   auto file = parse_deployment("tp = 2\nchip = \"A3\"\nstage = \"prefill\"\n", "d.toml", vocabulary());
   AnalyzeOptions options;
