@@ -411,7 +411,8 @@ def markdown(report):
            f"{report['models']} model folders (every causal LM of the pinned transformers with a modeling file, "
            "from `tools/export_configs.py`), accounted by `tools/zoo_report.py`. A module is one sub-chain step of a "
            "decoder block as `npufuse inspect` reports it; a model whose blocks are not found counts its module "
-           "classes as unaccounted.", "",
+           "classes as unaccounted, and so does a decomposed model for an attention, feed-forward, MoE or indexer "
+           "module that an analysed decoder layer holds but no sub-chain names.", "",
            "Regenerate (the zoo and the plans are not kept in the repository):", "",
            "```sh",
            "build/venv/bin/python tools/export_configs.py --out zoo",
