@@ -192,7 +192,7 @@ void find_attention_steps(const BlockGraph& bg, const std::string& scope, const 
   std::set<std::string> written_roots;
   for (int id : ops) {
     const DataflowOp& o = bg.op(id);
-    bool update_call = o.cls == OpClass::Call && (o.name == "update" || o.name.size() > 7 && o.name.compare(o.name.size() - 7, 7, ".update") == 0);
+    bool update_call = o.cls == OpClass::Call && (o.name == "update" || (o.name.size() > 7 && o.name.compare(o.name.size() - 7, 7, ".update") == 0));
     if (update_call && after_projection[static_cast<size_t>(id)]) {
       writes.push_back(id);
       reads.push_back(id);
