@@ -899,7 +899,8 @@ std::map<std::string, SymValue, std::less<>> bind_arguments(const ast::FunctionD
 }
 
 ClassInstance describe_instance(const SourceSet& sources, Evaluator& ev, const ClassDecl& cls,
-                                const std::map<std::string, SymValue, std::less<>>* bindings) {
+                                const std::map<std::string, SymValue, std::less<>>* bindings,
+                                const std::set<std::string>* per_layer) {
   ClassInstance inst;
   inst.cls = &cls;
   const ClassDecl* owner = nullptr;
@@ -907,9 +908,48 @@ ClassInstance describe_instance(const SourceSet& sources, Evaluator& ev, const C
   if (!inst.init) return inst;
   inst.scope.file = owner->file;
   inst.scope.bound = bindings ? *bindings : bind_arguments(inst.init, *owner->file, nullptr, nullptr, ev, nullptr);
+  if (!bindings && per_layer)
+    for (const std::string& name : *per_layer)
+      if (auto it = inst.scope.bound.find(name); it != inst.scope.bound.end()) it->second = SymValue::unknown(name);
   InitDescriber d(sources, ev, inst, *owner, 0);
   d.run(inst.init, *owner->file);
   return inst;
+}
+
+std::map<std::string, std::set<std::string>> per_layer_parameters(const SourceSet& sources) {
+  std::map<std::string, std::set<std::string>> out;
+  // config.X[i] / self.config.X[i] with an index that is not a literal.
+  auto per_layer_value = [](const ast::expr* e) {
+    auto* s = ast::as<ast::Subscript>(e);
+    auto* field = s ? ast::as<ast::Attribute>(s->value) : nullptr;
+    if (!field || ast::as<ast::Constant>(s->slice)) return false;
+    std::string owner = dotted_name(field->value);
+    return owner == "config" || owner == "self.config";
+  };
+  for (const auto& f : sources.files()) {
+    if (!f->parsed || !f->parsed->module) continue;
+    walk(f->parsed->module, [&](const ast::Node* n) {
+      auto* c = ast::as<ast::Call>(n);
+      auto* callee = c ? ast::as<ast::Name>(c->func) : nullptr;
+      if (!callee) return true;
+      const ClassDecl* cls = sources.find_class(callee->id);
+      if (!cls || cls->node->name != callee->id) return true;
+      for (const ast::keyword* kw : c->keywords)
+        if (ast::present(kw->arg) && per_layer_value(kw->value)) out[std::string(callee->id)].insert(std::string(kw->arg));
+      const ast::FunctionDef* init = find_method(sources, *cls, "__init__");
+      if (!init) return true;
+      std::vector<std::string> params;
+      for (const ast::arg* a : init->args->posonlyargs) params.emplace_back(a->arg);
+      for (const ast::arg* a : init->args->args) params.emplace_back(a->arg);
+      size_t first = !params.empty() && params[0] == "self" ? 1 : 0;
+      for (size_t i = 0; i < c->args.size && first + i < params.size(); ++i) {
+        if (ast::as<ast::Starred>(c->args[i])) break;
+        if (per_layer_value(c->args[i])) out[std::string(callee->id)].insert(params[first + i]);
+      }
+      return true;
+    });
+  }
+  return out;
 }
 
 }  // namespace npufuse::model

@@ -11,6 +11,7 @@
 // `dim -> 7168` in one place and `dim` in another.
 #include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,7 +87,16 @@ std::map<std::string, SymValue, std::less<>> bind_arguments(const ast::FunctionD
 
 // Describes a class's __init__ for one instance. `bindings` null: the class
 // on its own (defaults and symbols).
+// `per_layer` (standalone descriptions only): parameters some constructor
+// call sets per layer (`layer_type=config.layers_block_type[i]`), left unknown
+// instead of taking their default, so neither arm they choose is dropped.
 ClassInstance describe_instance(const SourceSet& sources, Evaluator& ev, const ClassDecl& cls,
-                                const std::map<std::string, SymValue, std::less<>>* bindings);
+                                const std::map<std::string, SymValue, std::less<>>* bindings,
+                                const std::set<std::string>* per_layer = nullptr);
+
+// For each local class, the __init__ parameters some call in the analysed
+// files passes one element of a config list (`config.layer_types[i]`,
+// `self.config.X[layer_idx]`) by a non-literal index.
+std::map<std::string, std::set<std::string>> per_layer_parameters(const SourceSet& sources);
 
 }  // namespace npufuse::model

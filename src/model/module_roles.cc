@@ -49,11 +49,13 @@ size_t rank_of(const Attribute& a) {
 RoleTable RoleTable::infer(const SourceSet& sources, Evaluator& ev) {
   RoleTable t;
   t.sources_ = &sources;
+  const std::map<std::string, std::set<std::string>> per_layer = per_layer_parameters(sources);
   for (const ClassDecl& c : sources.classes()) {
     std::string name(c.node->name);
     if (!is_module_class(sources, c) || t.instances_.count(name)) continue;
     t.module_classes_.push_back(&c);
-    t.instances_.emplace(name, describe_instance(sources, ev, c, nullptr));
+    auto varies = per_layer.find(name);
+    t.instances_.emplace(name, describe_instance(sources, ev, c, nullptr, varies == per_layer.end() ? nullptr : &varies->second));
     const ModelConfig& config = ev.config();
     t.censuses_.emplace(name, census_forward(sources, c, [&config](std::string_view key) { return config.find(key); }));
   }

@@ -1432,5 +1432,99 @@ class ForConditionalGeneration(nn.Module):
   EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
 }
 
+// A layer class whose constructor takes its kind per layer
+// (`Layer(config, i, layer_type=config.layer_kinds[i])`, default "conv")
+// keeps both arms: the attention layers are analysed as well as the
+// default's convolution layers.
+TEST(SubChainForms, LayerKindPassedPerLayerKeepsBothArms) {
+  std::string text = R"(import torch
+import torch.nn.functional as F
+from torch import nn
+
+class SelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.qkv = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=False)
+        self.o = nn.Linear(config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return self.o(torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v)
+
+class ShortConv(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        d = config.hidden_size
+        self.in_proj = nn.Linear(d, 2 * d, bias=False)
+        self.conv = nn.Conv1d(d, d, kernel_size=4, groups=d, padding=3)
+        self.out_proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        h, z = self.in_proj(x).chunk(2, dim=-1)
+        h = self.conv(h.transpose(1, 2))[..., : x.shape[1]].transpose(1, 2)
+        return self.out_proj(h * F.silu(z))
+
+class Mlp(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.hidden_size, 4 * config.hidden_size, bias=False)
+        self.down = nn.Linear(4 * config.hidden_size, config.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.up(x)))
+
+class Layer(nn.Module):
+    def __init__(self, config, layer_idx, layer_type="conv"):
+        super().__init__()
+        self.kind = layer_type
+        self.norm1 = nn.LayerNorm(config.hidden_size)
+        if layer_type == "conv":
+            self.mixer = ShortConv(config)
+        elif layer_type == "attention":
+            self.attn = SelfAttention(config)
+        self.norm2 = nn.LayerNorm(config.hidden_size)
+        self.mlp = Mlp(config)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        if self.kind == "conv":
+            h = self.mixer(h)
+        elif self.kind == "attention":
+            h = self.attn(h)
+        x = x + h
+        return x + self.mlp(self.norm2(x))
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(
+            [Layer(config, i, layer_type=config.layer_kinds[i]) for i in range(config.num_hidden_layers)])
+        self.norm = nn.LayerNorm(config.hidden_size)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+class ModelForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Model(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+
+    def forward(self, ids):
+        return self.lm_head(self.model(ids))
+)";
+  auto b = build(text, {{"hidden_size", 64}, {"vocab_size", 100}, {"num_hidden_layers", 2},
+                        {"layer_kinds", {"conv", "attention"}}});
+  ASSERT_NE(b->inv.structure.blocks.node, nullptr);
+  const ModuleChain* attn = chain(b->inv, "attention");
+  ASSERT_NE(attn, nullptr) << "the attention layers are dropped for the parameter's default";
+  EXPECT_EQ(steps(*attn, "attention_core").size(), 1u) << kinds(*attn);
+  EXPECT_NE(chain(b->inv, "linear_attention"), nullptr) << "the convolution layers are lost";
+}
+
 }  // namespace
 }  // namespace npufuse::model

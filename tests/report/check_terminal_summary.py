@@ -103,7 +103,8 @@ def check_summary_against_plan(name, summary, plan, lang):
     check(len(rows) == len(plan["candidates"]),
           f"{name}: {len(rows)} candidate lines for {len(plan['candidates'])} candidates")
     for c in plan["candidates"]:
-        mine = [r for r in rows if re.search(re.escape(c["id"]) + r"( |$)", r)]
+        # The id ends the line, or a space or the Chinese full-width bracket of "(+N alternatives)" follows it.
+        mine = [r for r in rows if re.search(re.escape(c["id"]) + r"( |$|（)", r)]
         check(len(mine) == 1, f"{name}: one line for {c['id']}, found {len(mine)}")
         if not mine:
             continue
